@@ -1,0 +1,107 @@
+# hotbuf: an LD_PRELOAD PMPI library.
+#
+#   make                      library for the MPI behind `mpicc` -> build/<mpi>/libhotbuf.so
+#   make MPI=mpich            ... for MPICH (MPI=openmpi for Open MPI); both can coexist
+#   make all-mpi              both flavours
+#   make test                 unit tests + Open MPI and MPICH integration tests
+#   make bench                pass-through overhead benchmarks (not timed tests)
+#   make demo                 run the bundled demo under hotbuf
+
+# Which MPI `mpicc` points to, when MPI= is not given.
+MPICC_PATH := $(realpath $(shell command -v mpicc 2>/dev/null))
+MPI ?= $(if $(findstring mpich,$(MPICC_PATH)),mpich,openmpi)
+ifeq ($(filter $(MPI),openmpi mpich),)
+$(error MPI must be openmpi or mpich, not "$(MPI)")
+endif
+
+MPICC   := mpicc.$(MPI)
+MPIFC   := mpif90.$(MPI)
+BUILD   := build/$(MPI)
+LIB     := $(BUILD)/libhotbuf.so
+CC      ?= cc
+
+CFLAGS_COMMON := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC \
+                 -fvisibility=hidden -fno-omit-frame-pointer
+LIBS          := -lunwind -ldw -libverbs -ldl -lm
+
+# MPI-free parts: also linked into the unit tests and the table benchmark.
+CORE_SRC := shim/config.c shim/reuse_table.c shim/costmodel.c shim/callsite.c \
+            shim/symbolize.c shim/tracker.c shim/calibrate.c shim/regcost.c \
+            shim/report_local.c shim/report_merge.c shim/report_render.c
+MPI_SRC  := shim/runtime.c shim/track_mpi.c shim/persist.c shim/report_mpi.c \
+            pmpi/c_wrappers.c pmpi/fortran_wrappers.c
+HEADERS  := $(wildcard shim/*.h shim/*.def pmpi/*.def regcache/*.h)
+
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
+
+.PHONY: all all-mpi test test-unit test-mpi bench demo deps clean
+all: $(LIB)
+
+all-mpi:
+	$(MAKE) MPI=openmpi
+	$(MAKE) MPI=mpich
+
+$(BUILD)/obj/%.o: %.c $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	$(MPICC) -shared -o $@ $^ $(LIBS) -Wl,-z,defs
+
+# ---- tests -------------------------------------------------------------------
+UNIT_SRC   := $(wildcard tests/unit/test_*.c)
+UNIT_BIN   := $(patsubst tests/unit/%.c,build/unit/%,$(UNIT_SRC))
+UNIT_LIBSRC := $(CORE_SRC) $(wildcard regcache/*.c)
+
+build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) tests/unit/check.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Ishim -Iregcache -DHB_SOURCE_DIR='"$(CURDIR)"' \
+	    -o $@ $< $(UNIT_LIBSRC) $(LIBS)
+
+MPI_TEST_C   := $(wildcard tests/mpi/*.c)
+MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
+MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
+                $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
+TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1
+
+$(BUILD)/tests/%: tests/mpi/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -Wall -o $@ $<
+
+$(BUILD)/tests/%: tests/mpi/%.f90
+	@mkdir -p $(dir $@)
+	$(MPIFC) -O2 -g -o $@ $< -J $(dir $@)
+
+$(BUILD)/tools/%: tools/demo/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -Wall -o $@ $<
+
+$(BUILD)/tools/%: tools/bench/%.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -Wall -o $@ $<
+
+build/tools/bench-table: tools/bench/bench-table.c $(CORE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Ishim -o $@ $< $(CORE_SRC) $(LIBS)
+
+.PHONY: mpi-tests unit-tests tools
+mpi-tests: $(LIB) $(MPI_TEST_BIN) $(TOOLS_BIN)
+unit-tests: $(UNIT_BIN)
+tools: $(LIB) $(TOOLS_BIN) build/tools/bench-table
+
+deps:
+	@scripts/install-deps.sh
+
+test: deps
+	@tests/run-tests.sh
+
+bench: deps
+	@$(MAKE) --no-print-directory MPI=$(MPI) tools
+	@tools/bench/run-bench.sh $(MPI)
+
+demo: deps
+	@$(MAKE) --no-print-directory MPI=$(MPI) tools
+	tools/hotbuf-run -- mpiexec.$(MPI) -n 4 $(BUILD)/tools/hotbuf-demo
+
+clean:
+	rm -rf build

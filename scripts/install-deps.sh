@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what hotbuf needs to build, test and benchmark on Debian 12.
+# Idempotent: skips apt entirely when every package is already present.
+#   scripts/install-deps.sh          build + host tests (Open MPI, MPICH, verbs headers)
+#   scripts/install-deps.sh --vm     also the soft-RoCE guest (qemu, kernel, busybox, perftest)
+set -eu
+
+pkgs="build-essential gfortran pkg-config
+      openmpi-bin libopenmpi-dev mpich libmpich-dev
+      libunwind-dev libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
+      uthash-dev libdw-dev valgrind python3"
+if [ "${1:-}" = "--vm" ]; then
+    pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
+          perftest iproute2 spin"
+fi
+
+missing=""
+for p in $pkgs; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+        missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" != 0 ]; then
+    echo "hotbuf: need root to install:$missing" >&2
+    exit 1
+fi
+echo "hotbuf: installing:$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+# shellcheck disable=SC2086
+apt-get install -y -qq --no-install-recommends $missing >/dev/null

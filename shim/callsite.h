@@ -1,0 +1,43 @@
+/* Call sites: where in the application an MPI call was made.
+ *
+ * The hot path records raw return addresses only.  At depth 1 (default)
+ * the site is the wrapper's own return address, which costs nothing; deeper
+ * sites walk the stack with libunwind's unw_backtrace.  A site gets a
+ * dense id (1..max; 0 is "<other>" once the table is full) through an
+ * open-addressing index, so a lookup is one multiply and a compare or two.
+ * Symbolization (function, file:line) happens only at exit, in symbolize.c.
+ */
+#ifndef HOTBUF_CALLSITE_H
+#define HOTBUF_CALLSITE_H
+
+#include <stdint.h>
+
+#define HB_MAX_DEPTH 8
+#define HB_SITE_OTHER 0
+
+struct hb_site {
+    uint64_t key;                     /* hash of the frames */
+    uintptr_t frames[HB_MAX_DEPTH];   /* frames[0] = the MPI call's return address */
+    uint8_t depth;
+    uint8_t op;                       /* operation class of its first call */
+    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+};
+
+struct hb_sites {
+    struct hb_site *site;    /* dense, [0] = <other> */
+    uint32_t *index;         /* open addressing: key slot -> id, 0 = empty */
+    uint32_t mask;
+    uint32_t count;          /* ids in use, including <other> */
+    uint32_t max;            /* capacity of site[] */
+    int depth;               /* frames per site; 0 = sites off */
+    uint64_t overflow_calls; /* calls whose site did not fit */
+};
+
+int hb_sites_init(struct hb_sites *s, int depth, uint32_t max_sites);
+void hb_sites_destroy(struct hb_sites *s);
+
+/* Id of the site whose innermost frame is ret (the MPI wrapper's return
+ * address), creating it if there is room.  op is recorded on creation. */
+uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op);
+
+#endif

@@ -1,0 +1,109 @@
+/* The buffer-reuse report printed at MPI_Finalize.
+ *
+ * Pipeline, one file a step:
+ *   report_local.c   tracker of this rank -> hb_rank_summary + site summaries
+ *   report_mpi.c     gathers fixed-size records on rank 0 (PMPI, bounded per rank)
+ *   report_merge.c   N rank summaries -> hb_report (pure, unit-tested)
+ *   report_render.c  hb_report -> text and JSON (pure)
+ * The records are plain data sent as MPI_BYTE: every rank runs the same
+ * library build, so the layout is the same everywhere.
+ */
+#ifndef HOTBUF_REPORT_H
+#define HOTBUF_REPORT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "config.h"
+#include "costmodel.h"
+#include "ops.h"
+
+#define HB_TOP_SIZES 4
+#define HB_TOP_BUFFERS 16
+#define HB_NAME_LEN 200
+#define HB_NOTE_LEN 240
+#define HB_MAX_NOTES 8
+
+struct hb_class_summary {
+    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls, zero_calls, proc_null_calls;
+    uint64_t buffers, hot_buffers, max_reuse;
+    uint64_t top_size[HB_TOP_SIZES], top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
+    double saving_ns;       /* sum over hot buffers of hot_uses*C - R */
+    double lookup_ns;       /* tracked calls x V: what tracking itself costs */
+};
+
+struct hb_rank_summary {
+    struct hb_class_summary cls[HB_OP_COUNT];
+    uint64_t table_entries, table_hot, table_memory, max_chain;
+    uint64_t stopped;                 /* enum hb_stop_reason */
+    uint64_t stopped_after_entries, stopped_after_calls;
+    uint64_t sites, site_overflow_calls;
+    uint64_t nsites;                  /* site summaries this rank sends */
+};
+
+struct hb_site_buffer {
+    uint64_t addr, size, uses, hot_uses;
+    int32_t rank, hot;
+};
+
+struct hb_site_summary {
+    char name[HB_NAME_LEN];
+    uint32_t op, ranks;               /* ranks: how many ranks have this site */
+    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+    uint64_t buffers, hot_buffers, max_reuse;
+    double saving_ns;
+    uint32_t ntop, pad;
+    struct hb_site_buffer top[HB_TOP_BUFFERS]; /* by uses, descending */
+};
+
+/* One class after merging all ranks. */
+struct hb_class_report {
+    struct hb_class_summary sum;      /* sums; max_reuse is the maximum */
+    uint32_t ranks;                   /* ranks with at least one call */
+    uint64_t max_reuse_min, max_reuse_max;
+    double max_reuse_avg;             /* of the per-rank maximum reuse counts */
+    uint64_t freq_size_min, freq_size_max;
+    double freq_size_avg;             /* of the per-rank most frequent sizes */
+};
+
+struct hb_report {
+    int nranks;
+    struct hb_class_report cls[HB_OP_COUNT];
+    uint64_t entries_total, entries_max, hot_entries_total, memory_max, max_chain;
+    uint32_t ranks_adapted, ranks_full;         /* ranks whose table stopped growing */
+    uint64_t stopped_after_calls_min, stopped_after_entries_min;
+    uint64_t sites_total, site_overflow_calls;
+    struct hb_site_summary *sites;              /* merged, by calls descending */
+    size_t nsites;
+};
+
+/* What the report says about the run besides the counts. */
+struct hb_report_context {
+    const struct hb_config *cfg;
+    const struct hb_costmodel *cost;
+    const struct hb_threshold_params *tp;
+    const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
+    const char *mpi_library;
+    const char *thread_level;
+    char notes[HB_MAX_NOTES][HB_NOTE_LEN];
+    int nnotes;
+};
+
+/* Merges nranks rank summaries and their site summaries (sites[i] holds
+ * rank i's site records, nsites[i] of them).  Keeps at most max_sites
+ * sites and max_buffers buffers per site.  Returns 0 or -1 (no memory). */
+int hb_report_merge(struct hb_report *r, const struct hb_rank_summary *ranks, int nranks,
+                    const struct hb_site_summary *const *sites, size_t max_sites,
+                    size_t max_buffers);
+void hb_report_free(struct hb_report *r);
+
+void hb_report_render_text(FILE *out, const struct hb_report *r,
+                           const struct hb_report_context *ctx);
+void hb_report_render_json(FILE *out, const struct hb_report *r,
+                           const struct hb_report_context *ctx);
+
+/* Reuse percentage: calls on an already seen buffer, of the calls that
+ * named a buffer (zero-byte and MPI_PROC_NULL calls name none). */
+double hb_reuse_pct(const struct hb_class_summary *c);
+
+#endif

@@ -1,0 +1,202 @@
+/* This rank's part of the report (see report_local.h).  Runs once, at
+ * MPI_Finalize, so it may allocate and walk the whole table. */
+#define _GNU_SOURCE /* qsort_r */
+#include "report_local.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolize.h"
+
+struct size_use {
+    uint8_t op;
+    uint32_t size;
+    uint64_t uses;
+};
+
+struct walk {
+    const struct hb_costmodel *cm;
+    struct hb_rank_summary *rs;
+    struct hb_site_summary *site_agg; /* indexed by site id */
+    size_t max_buffers;
+    int rank;
+    struct size_use *sizes;
+    size_t nsizes;
+};
+
+void hb_top_buffers_insert(struct hb_site_buffer *top, uint32_t *n, size_t cap,
+                           const struct hb_site_buffer *b)
+{
+    size_t i = *n;
+    if (i == cap && (cap == 0 || top[cap - 1].uses >= b->uses))
+        return;
+    if (i == cap)
+        i--;
+    else
+        (*n)++;
+    while (i > 0 && top[i - 1].uses < b->uses) {
+        top[i] = top[i - 1];
+        i--;
+    }
+    top[i] = *b;
+}
+
+static void visit_entry(const struct hb_entry *e, void *arg)
+{
+    struct walk *w = arg;
+    struct hb_class_summary *c = &w->rs->cls[e->op];
+    struct hb_site_summary *s = &w->site_agg[e->site];
+    double saving = e->hot ? hb_cost_saving_ns(w->cm, e->size, e->hot_uses) : 0;
+
+    c->buffers++;
+    c->hot_buffers += e->hot;
+    c->saving_ns += saving;
+    if (e->uses > c->max_reuse)
+        c->max_reuse = e->uses;
+    s->buffers++;
+    s->hot_buffers += e->hot;
+    s->saving_ns += saving;
+    if (e->uses > s->max_reuse)
+        s->max_reuse = e->uses;
+    struct hb_site_buffer b = {
+        .addr = e->key & ((1ull << 56) - 1), .size = e->size, .uses = e->uses,
+        .hot_uses = e->hot_uses, .rank = w->rank, .hot = e->hot,
+    };
+    hb_top_buffers_insert(s->top, &s->ntop, w->max_buffers, &b);
+    w->sizes[w->nsizes++] = (struct size_use){e->op, e->size, e->uses};
+}
+
+static int cmp_size_use(const void *a, const void *b)
+{
+    const struct size_use *x = a, *y = b;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    return x->size < y->size ? -1 : x->size > y->size;
+}
+
+/* Most frequent sizes per class, weighted by calls. */
+static void top_sizes(struct walk *w)
+{
+    qsort(w->sizes, w->nsizes, sizeof(*w->sizes), cmp_size_use);
+    for (size_t i = 0; i < w->nsizes;) {
+        size_t j = i;
+        uint64_t calls = 0;
+        for (; j < w->nsizes && w->sizes[j].op == w->sizes[i].op &&
+               w->sizes[j].size == w->sizes[i].size; j++)
+            calls += w->sizes[j].uses;
+        struct hb_class_summary *c = &w->rs->cls[w->sizes[i].op];
+        for (int k = 0; k < HB_TOP_SIZES; k++) {
+            if (calls <= c->top_size_calls[k])
+                continue;
+            memmove(&c->top_size[k + 1], &c->top_size[k],
+                    (HB_TOP_SIZES - k - 1) * sizeof(uint64_t));
+            memmove(&c->top_size_calls[k + 1], &c->top_size_calls[k],
+                    (HB_TOP_SIZES - k - 1) * sizeof(uint64_t));
+            c->top_size[k] = w->sizes[i].size;
+            c->top_size_calls[k] = calls;
+            break;
+        }
+        i = j;
+    }
+}
+
+static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel *cm,
+                          struct hb_rank_summary *rs)
+{
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        const struct hb_class_stats *s = &t->cls[op];
+        struct hb_class_summary *c = &rs->cls[op];
+        c->calls = s->calls;
+        c->bytes = s->bytes;
+        c->reuse_calls = s->reuse_calls;
+        c->hot_calls = s->hot_calls;
+        c->untracked_calls = s->untracked_calls;
+        c->zero_calls = s->zero_calls;
+        c->proc_null_calls = s->proc_null_calls;
+        c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) * cm->lookup_ns;
+    }
+    rs->table_entries = t->table.entries;
+    rs->table_hot = t->table.hot_entries;
+    rs->table_memory = hb_table_memory(&t->table);
+    rs->max_chain = t->table.max_chain;
+    rs->stopped = t->table.stopped;
+    rs->stopped_after_entries = t->table.stopped_after_entries;
+    rs->stopped_after_calls = t->calls_when_stopped;
+    rs->sites = t->sites.count - 1;
+}
+
+static int cmp_site_calls(const void *a, const void *b, void *arg)
+{
+    const struct hb_sites *sites = arg;
+    uint64_t x = sites->site[*(const uint32_t *)a].calls;
+    uint64_t y = sites->site[*(const uint32_t *)b].calls;
+    return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* Moves the busiest max_sites sites, symbolized, to the front of agg
+ * (indexed by site id on entry).  Returns how many. */
+static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *agg,
+                         size_t max_sites)
+{
+    const uint32_t n = sites->count;
+    uint32_t *ids = malloc(n * sizeof(*ids));
+    struct hb_site_summary *picked = calloc(max_sites ? max_sites : 1, sizeof(*picked));
+    if (!ids || !picked) {
+        free(ids);
+        free(picked);
+        return 0;
+    }
+    for (uint32_t id = 0; id < n; id++)
+        ids[id] = id;
+    qsort_r(ids, n, sizeof(*ids), cmp_site_calls, (void *)sites);
+    size_t keep = 0;
+    struct hb_symbolizer *sym = hb_symbolizer_open();
+    for (uint32_t i = 0; i < n && keep < max_sites && sites->site[ids[i]].calls; i++) {
+        const struct hb_site *s = &sites->site[ids[i]];
+        struct hb_site_summary *a = &picked[keep++];
+        *a = agg[ids[i]];
+        a->op = s->op;
+        a->ranks = 1;
+        a->calls = s->calls;
+        a->bytes = s->bytes;
+        a->reuse_calls = s->reuse_calls;
+        a->hot_calls = s->hot_calls;
+        a->untracked_calls = s->untracked_calls;
+        if (ids[i] == HB_SITE_OTHER)
+            snprintf(a->name, HB_NAME_LEN, "<other call sites>");
+        else
+            hb_symbolize_frames(sym, s->frames, s->depth, a->name, HB_NAME_LEN);
+    }
+    hb_symbolizer_close(sym);
+    memcpy(agg, picked, keep * sizeof(*agg));
+    free(picked);
+    free(ids);
+    return keep;
+}
+
+int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, int rank,
+                    size_t max_sites, size_t max_buffers, struct hb_rank_summary *rs,
+                    struct hb_site_summary **out_sites)
+{
+    memset(rs, 0, sizeof(*rs));
+    *out_sites = NULL;
+    copy_counters(t, cm, rs);
+    struct walk w = {.cm = cm, .rs = rs, .rank = rank,
+                     .max_buffers = max_buffers > HB_TOP_BUFFERS ? HB_TOP_BUFFERS : max_buffers};
+    uint32_t nsites = t->sites.count ? t->sites.count : 1;
+    w.site_agg = calloc(nsites, sizeof(*w.site_agg));
+    w.sizes = malloc((t->table.entries + 1) * sizeof(*w.sizes));
+    if (!w.site_agg || !w.sizes) {
+        free(w.site_agg);
+        free(w.sizes);
+        return -1;
+    }
+    hb_table_foreach(&t->table, visit_entry, &w);
+    top_sizes(&w);
+    free(w.sizes);
+    rs->site_overflow_calls = t->sites.count ? t->sites.site[HB_SITE_OTHER].calls : 0;
+    rs->nsites = t->sites.count ? pick_sites(&t->sites, w.site_agg, max_sites) : 0;
+    *out_sites = w.site_agg;
+    return 0;
+}

@@ -1,0 +1,320 @@
+/* Step 4 of the report: text for people, JSON for tools (schema in the
+ * README).  Pure functions of the merged report and its context. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "report.h"
+
+static const char *human_bytes(double v, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
+    int u = 0;
+    while (v >= 1024 && u < 5)
+        v /= 1024, u++;
+    if (u == 0)
+        snprintf(buf, len, "%.0f B", v);
+    else
+        snprintf(buf, len, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+static const char *human_time(double ns, char *buf, size_t len)
+{
+    double a = ns < 0 ? -ns : ns;
+    if (a >= 1e9)
+        snprintf(buf, len, "%.2f s", ns / 1e9);
+    else if (a >= 1e6)
+        snprintf(buf, len, "%.2f ms", ns / 1e6);
+    else if (a >= 1e3)
+        snprintf(buf, len, "%.1f us", ns / 1e3);
+    else
+        snprintf(buf, len, "%.0f ns", ns);
+    return buf;
+}
+
+static double pct(uint64_t part, uint64_t whole)
+{
+    return whole ? 100.0 * (double)part / (double)whole : 0.0;
+}
+
+static void text_classes(FILE *out, const struct hb_report *r)
+{
+    char b1[32], b2[32];
+    fprintf(out, "%-9s %10s %10s %8s %7s %22s %22s %6s %8s %12s\n", "op", "calls", "bytes",
+            "buffers", "reuse%", "max reuse/rank (avg)", "freq. size/rank (avg)", "hot%",
+            "hot bufs", "est. saving");
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        const struct hb_class_report *c = &r->cls[op];
+        char reuse[40] = "-", fsize[40] = "-";
+        if (c->ranks)
+            snprintf(reuse, sizeof(reuse), "%" PRIu64 "-%" PRIu64 " (%.0f)", c->max_reuse_min,
+                     c->max_reuse_max, c->max_reuse_avg);
+        if (c->sum.top_size_calls[0])
+            snprintf(fsize, sizeof(fsize), "%" PRIu64 "-%" PRIu64 " (%.0f)", c->freq_size_min,
+                     c->freq_size_max, c->freq_size_avg);
+        fprintf(out, "%-9s %10llu %10s %8llu %6.1f%% %22s %22s %5.1f%% %8llu %12s\n",
+                hb_op_name(op), (unsigned long long)c->sum.calls,
+                human_bytes((double)c->sum.bytes, b1, sizeof(b1)),
+                (unsigned long long)c->sum.buffers, hb_reuse_pct(&c->sum), reuse, fsize,
+                pct(c->sum.hot_calls, c->sum.calls), (unsigned long long)c->sum.hot_buffers,
+                human_time(c->sum.saving_ns, b2, sizeof(b2)));
+    }
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        const struct hb_class_summary *c = &r->cls[op].sum;
+        if (!c->top_size_calls[0])
+            continue;
+        fprintf(out, "  %s sizes:", hb_op_name(op));
+        for (int k = 0; k < HB_TOP_SIZES && c->top_size_calls[k]; k++)
+            fprintf(out, "%s %s x%llu", k ? "," : "",
+                    human_bytes((double)c->top_size[k], b1, sizeof(b1)),
+                    (unsigned long long)c->top_size_calls[k]);
+        if (c->zero_calls || c->proc_null_calls || c->untracked_calls)
+            fprintf(out, "; %llu zero-byte, %llu to MPI_PROC_NULL, %llu untracked",
+                    (unsigned long long)c->zero_calls, (unsigned long long)c->proc_null_calls,
+                    (unsigned long long)c->untracked_calls);
+        fprintf(out, "\n");
+    }
+}
+
+static void text_sites(FILE *out, const struct hb_report *r)
+{
+    char b1[32];
+    if (!r->nsites)
+        return;
+    fprintf(out, "\ncall sites (busiest %zu of %llu, merged over ranks; buffers = first used there):\n",
+            r->nsites, (unsigned long long)r->sites_total);
+    fprintf(out, "%3s %-9s %10s %7s %6s %8s %9s %12s  %s\n", "#", "op", "calls", "reuse%",
+            "hot%", "buffers", "max reuse", "est. saving", "site");
+    for (size_t i = 0; i < r->nsites; i++) {
+        const struct hb_site_summary *s = &r->sites[i];
+        uint64_t named = s->calls;
+        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %12s  %s%s\n", i + 1,
+                hb_op_name(s->op), (unsigned long long)s->calls, pct(s->reuse_calls, named),
+                pct(s->hot_calls, s->calls), (unsigned long long)s->buffers,
+                (unsigned long long)s->max_reuse, human_time(s->saving_ns, b1, sizeof(b1)),
+                s->name, s->ranks > 1 ? "" : "");
+        for (uint32_t k = 0; k < s->ntop; k++)
+            fprintf(out, "%s rank %d 0x%llx %s x%llu%s", k ? "," : "      buffers:", s->top[k].rank,
+                    (unsigned long long)s->top[k].addr,
+                    human_bytes((double)s->top[k].size, b1, sizeof(b1)),
+                    (unsigned long long)s->top[k].uses, s->top[k].hot ? " hot" : "");
+        if (s->ntop)
+            fprintf(out, "\n");
+    }
+}
+
+static void text_table(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
+{
+    char b1[32];
+    fprintf(out, "\nreuse table: %llu buffers tracked (at most %llu on one rank), %llu hot; "
+                 "%s per rank; longest chain %llu\n",
+            (unsigned long long)r->entries_total, (unsigned long long)r->entries_max,
+            (unsigned long long)r->hot_entries_total,
+            human_bytes((double)r->memory_max, b1, sizeof(b1)), (unsigned long long)r->max_chain);
+    if (r->ranks_adapted)
+        fprintf(out, "  table stopped growing on %u rank(s) by adaptation (under %g%% hot, a chain "
+                     "of %d) after %llu buffers / %llu calls\n",
+                r->ranks_adapted, ctx->cfg->adapt_hot_pct, ctx->cfg->adapt_chain,
+                (unsigned long long)r->stopped_after_entries_min,
+                (unsigned long long)r->stopped_after_calls_min);
+    if (r->ranks_full)
+        fprintf(out, "  table stopped growing on %u rank(s) at its limit of %llu buffers "
+                     "(HOTBUF_TABLE_MAX_ENTRIES) after %llu calls\n",
+                r->ranks_full, (unsigned long long)ctx->cfg->table_max,
+                (unsigned long long)r->stopped_after_calls_min);
+}
+
+static void text_cost(FILE *out, const struct hb_report_context *ctx)
+{
+    const struct hb_costmodel *cm = ctx->cost;
+    static const uint64_t sizes[] = {128, 256, 512, 1024, 2048, 4096, 8192};
+    char b1[32], b2[32];
+    fprintf(out, "cost model: C %s @128 B, %s @8 KiB (%s); V %.1f ns (%s); R %.2f us + %.3f us/page (%s)\n",
+            human_time(hb_cost_copy_ns(cm, 128), b1, sizeof(b1)),
+            human_time(hb_cost_copy_ns(cm, 8192), b2, sizeof(b2)),
+            hb_cost_source_name(cm->copy_src), cm->lookup_ns, hb_cost_source_name(cm->lookup_src),
+            cm->reg_base_us, cm->reg_page_us, hb_cost_source_name(cm->reg_src));
+    fprintf(out, "hot after (uses):");
+    for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+        uint32_t t = hb_threshold_for(ctx->thresholds, ctx->tp, sizes[i]);
+        if (t == HB_NEVER)
+            fprintf(out, " %s never;", human_bytes((double)sizes[i], b1, sizeof(b1)));
+        else
+            fprintf(out, " %s %u;", human_bytes((double)sizes[i], b1, sizeof(b1)), t);
+    }
+    fprintf(out, " saving = copies avoided x C - registrations x R\n");
+}
+
+static void text_config(FILE *out, const struct hb_report_context *ctx)
+{
+    fprintf(out, "configuration (* = set by the user):");
+    for (size_t i = 0; i < hb_var_count; i++) {
+        char v[256];
+        hb_config_format(ctx->cfg, &hb_var_table[i], v, sizeof(v));
+        fprintf(out, "%s %s=%s%s", i % 4 ? "" : "\n ", hb_var_table[i].name, v,
+                hb_config_is_default(ctx->cfg, &hb_var_table[i]) ? "" : "*");
+    }
+    fprintf(out, "\n");
+    for (int i = 0; i < ctx->nnotes; i++)
+        fprintf(out, "note: %s\n", ctx->notes[i]);
+}
+
+void hb_report_render_text(FILE *out, const struct hb_report *r,
+                           const struct hb_report_context *ctx)
+{
+    fprintf(out, "==== hotbuf buffer-reuse report: %d rank(s), %s, thread level %s ====\n",
+            r->nranks, ctx->mpi_library, ctx->thread_level);
+    text_classes(out, r);
+    text_sites(out, r);
+    text_table(out, r, ctx);
+    text_cost(out, ctx);
+    text_config(out, ctx);
+    fprintf(out, "==== end of hotbuf report ====\n");
+}
+
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void json_string(FILE *out, const char *s)
+{
+    fputc('"', out);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+static void json_class(FILE *out, const struct hb_class_report *c)
+{
+    const struct hb_class_summary *s = &c->sum;
+    fprintf(out,
+            "{\"calls\": %llu, \"bytes\": %llu, \"buffers\": %llu, \"reuse_calls\": %llu, "
+            "\"reuse_pct\": %.3f, \"hot_calls\": %llu, \"hot_pct\": %.3f, \"hot_buffers\": %llu, "
+            "\"untracked_calls\": %llu, \"zero_byte_calls\": %llu, \"proc_null_calls\": %llu, "
+            "\"ranks_with_calls\": %u, ",
+            (unsigned long long)s->calls, (unsigned long long)s->bytes,
+            (unsigned long long)s->buffers, (unsigned long long)s->reuse_calls, hb_reuse_pct(s),
+            (unsigned long long)s->hot_calls, pct(s->hot_calls, s->calls),
+            (unsigned long long)s->hot_buffers, (unsigned long long)s->untracked_calls,
+            (unsigned long long)s->zero_calls, (unsigned long long)s->proc_null_calls, c->ranks);
+    fprintf(out, "\"max_reuse\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
+            (unsigned long long)c->max_reuse_min, (unsigned long long)c->max_reuse_max,
+            c->max_reuse_avg);
+    fprintf(out, "\"most_frequent_size\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
+            (unsigned long long)c->freq_size_min, (unsigned long long)c->freq_size_max,
+            c->freq_size_avg);
+    fprintf(out, "\"top_sizes\": [");
+    for (int k = 0; k < HB_TOP_SIZES && s->top_size_calls[k]; k++)
+        fprintf(out, "%s{\"size\": %llu, \"calls\": %llu}", k ? ", " : "",
+                (unsigned long long)s->top_size[k], (unsigned long long)s->top_size_calls[k]);
+    fprintf(out, "], \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
+            s->saving_ns / 1e3, s->lookup_ns / 1e3);
+}
+
+static void json_site(FILE *out, const struct hb_site_summary *s)
+{
+    fprintf(out, "{\"name\": ");
+    json_string(out, s->name);
+    fprintf(out,
+            ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
+            "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
+            "\"untracked_calls\": %llu, \"buffers\": %llu, \"hot_buffers\": %llu, "
+            "\"max_reuse\": %llu, \"estimated_saving_us\": %.3f, \"top_buffers\": [",
+            hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
+            (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
+            pct(s->reuse_calls, s->calls), (unsigned long long)s->hot_calls,
+            (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
+            (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
+            s->saving_ns / 1e3);
+    for (uint32_t k = 0; k < s->ntop; k++)
+        fprintf(out,
+                "%s{\"rank\": %d, \"address\": \"0x%llx\", \"size\": %llu, \"uses\": %llu, "
+                "\"hot_uses\": %llu, \"hot\": %s}",
+                k ? ", " : "", s->top[k].rank, (unsigned long long)s->top[k].addr,
+                (unsigned long long)s->top[k].size, (unsigned long long)s->top[k].uses,
+                (unsigned long long)s->top[k].hot_uses, s->top[k].hot ? "true" : "false");
+    fprintf(out, "]}");
+}
+
+static void json_table(FILE *out, const struct hb_report *r)
+{
+    fprintf(out,
+            "{\"buffers\": %llu, \"hot_buffers\": %llu, \"max_buffers_per_rank\": %llu, "
+            "\"memory_bytes_per_rank_max\": %llu, \"longest_chain\": %llu, "
+            "\"ranks_stopped_adapted\": %u, \"ranks_stopped_full\": %u, "
+            "\"stopped_after_calls_min\": %llu, \"stopped_after_buffers_min\": %llu}",
+            (unsigned long long)r->entries_total, (unsigned long long)r->hot_entries_total,
+            (unsigned long long)r->entries_max, (unsigned long long)r->memory_max,
+            (unsigned long long)r->max_chain, r->ranks_adapted, r->ranks_full,
+            (unsigned long long)r->stopped_after_calls_min,
+            (unsigned long long)r->stopped_after_entries_min);
+}
+
+static void json_cost(FILE *out, const struct hb_report_context *ctx)
+{
+    const struct hb_costmodel *cm = ctx->cost;
+    fprintf(out, "{\"copy_source\": \"%s\", \"lookup_source\": \"%s\", \"reg_source\": \"%s\", "
+                 "\"lookup_ns\": %.3f, \"reg_base_us\": %.3f, \"reg_page_us\": %.4f, \"sizes\": [",
+            hb_cost_source_name(cm->copy_src), hb_cost_source_name(cm->lookup_src),
+            hb_cost_source_name(cm->reg_src), cm->lookup_ns, cm->reg_base_us, cm->reg_page_us);
+    for (unsigned k = 6; k <= 16; k++) {
+        uint64_t size = 1ull << k;
+        uint32_t t = hb_threshold_for(ctx->thresholds, ctx->tp, size);
+        fprintf(out, "%s{\"size\": %llu, \"copy_ns\": %.2f, \"reg_us\": %.3f, "
+                     "\"break_even_uses\": %.1f, \"threshold\": %lld}",
+                k > 6 ? ", " : "", (unsigned long long)size, hb_cost_copy_ns(cm, size),
+                hb_cost_reg_ns(cm, size) / 1e3, hb_cost_break_even(cm, size),
+                t == HB_NEVER ? -1LL : (long long)t);
+    }
+    fprintf(out, "]}");
+}
+
+static void json_config(FILE *out, const struct hb_report_context *ctx)
+{
+    fprintf(out, "{");
+    for (size_t i = 0; i < hb_var_count; i++) {
+        char v[256];
+        hb_config_format(ctx->cfg, &hb_var_table[i], v, sizeof(v));
+        fprintf(out, "%s\"%s\": {\"value\": ", i ? ", " : "", hb_var_table[i].name);
+        json_string(out, v);
+        fprintf(out, ", \"default\": %s}",
+                hb_config_is_default(ctx->cfg, &hb_var_table[i]) ? "true" : "false");
+    }
+    fprintf(out, "}");
+}
+
+void hb_report_render_json(FILE *out, const struct hb_report *r,
+                           const struct hb_report_context *ctx)
+{
+    fprintf(out, "{\"hotbuf_report_version\": 1, \"ranks\": %d, \"mpi_library\": ", r->nranks);
+    json_string(out, ctx->mpi_library);
+    fprintf(out, ", \"thread_level\": \"%s\",\n \"classes\": {", ctx->thread_level);
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        fprintf(out, "%s\n  \"%s\": ", op ? "," : "", hb_op_name(op));
+        json_class(out, &r->cls[op]);
+    }
+    fprintf(out, "},\n \"sites_total\": %llu, \"other_site_calls\": %llu,\n \"sites\": [",
+            (unsigned long long)r->sites_total, (unsigned long long)r->site_overflow_calls);
+    for (size_t i = 0; i < r->nsites; i++) {
+        fprintf(out, "%s\n  ", i ? "," : "");
+        json_site(out, &r->sites[i]);
+    }
+    fprintf(out, "],\n \"table\": ");
+    json_table(out, r);
+    fprintf(out, ",\n \"cost_model\": ");
+    json_cost(out, ctx);
+    fprintf(out, ",\n \"config\": ");
+    json_config(out, ctx);
+    fprintf(out, ",\n \"notes\": [");
+    for (int i = 0; i < ctx->nnotes; i++) {
+        fprintf(out, "%s", i ? ", " : "");
+        json_string(out, ctx->notes[i]);
+    }
+    fprintf(out, "]}\n");
+}

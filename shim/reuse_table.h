@@ -1,0 +1,105 @@
+/* The buffer-reuse table of Rashti & Afsahi (2011), section 3.3.
+ *
+ * Key: (buffer address, operation class).  The class is part of the key
+ * because thresholds and routing differ between two-sided, one-sided and
+ * collective use of the same memory.  Hash: multiplicative (golden-ratio,
+ * Linux hash_long), 2^bits buckets, separate chaining.  Entries come from a
+ * pool grown in large chunks, so the per-call path never calls malloc.
+ *
+ * Adaptation (paper, section 3.4): once fewer than adapt_hot_pct % of the
+ * tracked buffers are hot and a chain has grown to adapt_chain entries,
+ * lookups of known buffers go on but no new buffer is inserted.  The table
+ * also stops growing at max_entries, which bounds its memory.
+ *
+ * Not thread-safe: the caller serializes (see shim/runtime.c).
+ */
+#ifndef HOTBUF_REUSE_TABLE_H
+#define HOTBUF_REUSE_TABLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define HB_GOLDEN_RATIO_64 0x61C8864680B583EBull
+
+struct hb_entry {
+    struct hb_entry *next;  /* chain */
+    uintptr_t key;          /* address | class << 56 */
+    uint64_t bytes;         /* payload bytes moved through this buffer */
+    uint32_t uses;          /* calls on this buffer */
+    uint32_t hot_uses;      /* calls made while it was hot (copies avoided) */
+    uint32_t size;          /* last extent used, bytes (saturates) */
+    uint16_t site;          /* call site that first used it */
+    uint8_t op;             /* operation class */
+    uint8_t hot;            /* reached its threshold (would be registered) */
+};
+
+enum hb_stop_reason { HB_GROWING = 0, HB_STOP_ADAPTED, HB_STOP_FULL };
+
+struct hb_table_params {
+    int bits;               /* 2^bits buckets */
+    uint64_t max_entries;   /* pool cap */
+    int adapt;              /* 0: never stop growing for low hotness */
+    double adapt_hot_pct;
+    uint32_t adapt_chain;
+};
+
+struct hb_entry_chunk;
+
+struct hb_table {
+    struct hb_entry **buckets;
+    unsigned shift;               /* 64 - bits */
+    uint64_t nbuckets;
+    struct hb_table_params p;
+    struct hb_entry_chunk *chunks; /* pool, newest first */
+    uint32_t chunk_used;           /* entries used in the newest chunk */
+    uint64_t entries;
+    uint64_t hot_entries;
+    uint32_t max_chain;
+    enum hb_stop_reason stopped;
+    uint64_t stopped_after_entries;
+};
+
+static inline uintptr_t hb_table_key(const void *addr, unsigned op)
+{
+    return (uintptr_t)addr ^ ((uintptr_t)op << 56);
+}
+
+static inline uint64_t hb_table_bucket(const struct hb_table *t, uintptr_t key)
+{
+    return (uint64_t)(key * HB_GOLDEN_RATIO_64) >> t->shift;
+}
+
+int hb_table_init(struct hb_table *t, const struct hb_table_params *p);
+void hb_table_destroy(struct hb_table *t);
+
+/* Returns the entry for key, or NULL. */
+static inline struct hb_entry *hb_table_find(const struct hb_table *t, uintptr_t key,
+                                             uint32_t *chain_len)
+{
+    uint32_t n = 0;
+    for (struct hb_entry *e = t->buckets[hb_table_bucket(t, key)]; e; e = e->next, n++)
+        if (e->key == key)
+            return e;
+    *chain_len = n;
+    return NULL;
+}
+
+/* Inserts a zeroed entry for key (known absent, chain_len from the failed
+ * find).  Returns NULL when the table has stopped growing. */
+struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t chain_len);
+
+/* Marks e hot (counted for the adaptation rule). */
+static inline void hb_table_mark_hot(struct hb_table *t, struct hb_entry *e)
+{
+    e->hot = 1;
+    t->hot_entries++;
+}
+
+/* Calls fn on every entry, in no particular order. */
+void hb_table_foreach(const struct hb_table *t, void (*fn)(const struct hb_entry *, void *),
+                      void *ctx);
+
+/* Bytes of memory the table holds (buckets + pool). */
+size_t hb_table_memory(const struct hb_table *t);
+
+#endif

@@ -1,0 +1,127 @@
+/* Life cycle: configuration and calibration after MPI_Init, the report
+ * before MPI_Finalize (see runtime.h). */
+#include "runtime.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "report_mpi.h"
+#include "track_mpi.h"
+
+struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};
+__thread int hb_nested __attribute__((tls_model("initial-exec")));
+
+void hb_note(const char *fmt, ...)
+{
+    char line[HB_NOTE_LEN];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (hb_rt.rank == 0)
+        fprintf(stderr, "hotbuf: %s\n", line);
+    if (hb_rt.nnotes < HB_MAX_NOTES)
+        memcpy(hb_rt.notes[hb_rt.nnotes++], line, sizeof(line));
+}
+
+static void warn_config(const char *line, void *ctx)
+{
+    (void)ctx;
+    hb_note("%s", line);
+}
+
+static const char *env_lookup(const char *name)
+{
+    return getenv(name);
+}
+
+/* Rank 0 measures, everyone uses its numbers: thresholds are then the same
+ * on every rank, and the other ranks do not pay for the measurement. */
+static void calibrate(void)
+{
+    char why[128] = "";
+    if (hb_rt.rank == 0)
+        hb_calibrate(&hb_rt.cost, &hb_rt.cfg, why, sizeof(why));
+    PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, hb_rt.comm);
+    if (hb_rt.rank == 0 && hb_rt.cost.reg_src == HB_COST_DEFAULT && why[0])
+        hb_note("registration cost R is the default %.1f us + %.2f us/page (%s)",
+                hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us, why);
+}
+
+static int start_tracker(void)
+{
+    const struct hb_config *c = &hb_rt.cfg;
+    struct hb_table_params tp = {
+        .bits = c->hash_bits, .max_entries = c->table_max, .adapt = c->adapt,
+        .adapt_hot_pct = c->adapt_hot_pct, .adapt_chain = (uint32_t)c->adapt_chain,
+    };
+    struct hb_threshold_params thp = {
+        .speculative = c->speculative, .min_size = c->min_size,
+        .eager_limit = c->eager_limit, .fixed = (uint32_t)c->threshold,
+    };
+    return hb_tracker_init(&hb_rt.tracker, &tp, c->callsite_depth, (uint32_t)c->max_sites, &thp,
+                           &hb_rt.cost);
+}
+
+void hb_runtime_after_init(int provided)
+{
+    if (hb_rt.init_done)
+        return;
+    hb_rt.init_done = 1;
+    hb_nested++;
+    PMPI_Comm_rank(MPI_COMM_WORLD, &hb_rt.rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &hb_rt.size);
+    hb_rt.thread_level = provided;
+    hb_config_load(&hb_rt.cfg, env_lookup, warn_config, NULL);
+    if (!hb_rt.cfg.enable)
+        goto out;
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &hb_rt.comm) != MPI_SUCCESS) {
+        hb_note("cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
+        goto out;
+    }
+    hb_rt.lock_needed = provided == MPI_THREAD_MULTIPLE;
+    calibrate();
+    hb_datatypes_init();
+    if (start_tracker()) {
+        hb_note("cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
+                hb_rt.cfg.hash_bits);
+        goto out;
+    }
+    hb_rt.tracking = 1;
+out:
+    hb_nested--;
+}
+
+void hb_runtime_before_finalize(void)
+{
+    if (!hb_rt.init_done || hb_rt.finalize_done)
+        return;
+    hb_rt.finalize_done = 1;
+    if (!hb_rt.tracking)
+        return;
+    hb_rt.tracking = 0;
+    hb_nested++;
+    hb_report_at_finalize();
+    hb_persist_clear();
+    hb_tracker_destroy(&hb_rt.tracker);
+    PMPI_Comm_free(&hb_rt.comm);
+    hb_nested--;
+}
+
+void hb_runtime_note_abort(void)
+{
+    hb_rt.aborted = 1;
+}
+
+/* A job that exits without MPI_Finalize (MPI_Abort, exit(1) on an error
+ * path) gets no report: gathering one would need the other ranks.  Say so
+ * instead of staying silent; never call MPI here. */
+__attribute__((destructor)) static void hb_runtime_at_exit(void)
+{
+    if (hb_rt.tracking && !hb_rt.finalize_done && hb_rt.rank == 0)
+        fprintf(stderr, "hotbuf: %s; no buffer-reuse report\n",
+                hb_rt.aborted ? "MPI_Abort was called" : "MPI_Finalize was not called");
+}

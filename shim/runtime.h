@@ -1,0 +1,67 @@
+/* hotbuf's process-wide state and its life cycle (MPI_Init .. MPI_Finalize).
+ *
+ * The PMPI wrappers have no context argument, so the state is one global
+ * struct: the only global in the library besides the per-thread nesting
+ * counter below.
+ */
+#ifndef HOTBUF_RUNTIME_H
+#define HOTBUF_RUNTIME_H
+
+#include <mpi.h>
+#include <stdatomic.h>
+
+#include "config.h"
+#include "costmodel.h"
+#include "report.h"
+#include "tracker.h"
+
+struct hb_runtime {
+    int tracking;          /* wrappers record calls (set after init, cleared at finalize) */
+    int lock_needed;       /* MPI_THREAD_MULTIPLE: serialize the tracker */
+    atomic_flag lock;
+    int init_done, finalize_done, aborted;
+    int rank, size, thread_level;
+    MPI_Comm comm;         /* hotbuf's own duplicate of MPI_COMM_WORLD */
+    struct hb_config cfg;
+    struct hb_costmodel cost;
+    struct hb_tracker tracker;
+    char notes[HB_MAX_NOTES][HB_NOTE_LEN];
+    int nnotes;
+};
+
+extern struct hb_runtime hb_rt;
+
+/* Calls made by hotbuf itself, or by the MPI library underneath a wrapper
+ * (MPICH's Fortran bindings call the C MPI_* functions), must not be
+ * counted twice: wrappers record only at nesting depth 0. */
+extern __thread int hb_nested __attribute__((tls_model("initial-exec")));
+
+static inline int hb_should_track(void)
+{
+    return hb_rt.tracking && !hb_nested;
+}
+
+static inline void hb_lock(void)
+{
+    if (hb_rt.lock_needed)
+        while (atomic_flag_test_and_set_explicit(&hb_rt.lock, memory_order_acquire))
+            ;
+}
+
+static inline void hb_unlock(void)
+{
+    if (hb_rt.lock_needed)
+        atomic_flag_clear_explicit(&hb_rt.lock, memory_order_release);
+}
+
+/* Idempotent hooks: whichever wrapper (C or Fortran) gets there first runs
+ * them.  after_init must follow a successful PMPI_Init*; before_finalize
+ * precedes PMPI_Finalize (the report uses PMPI collectives). */
+void hb_runtime_after_init(int provided);
+void hb_runtime_before_finalize(void);
+void hb_runtime_note_abort(void);
+
+/* One line, printed on rank 0 and kept for the report's notes. */
+void hb_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif
