@@ -21,8 +21,8 @@ LIB     := $(BUILD)/libhotbuf.so
 CC      ?= cc
 
 CFLAGS_COMMON := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC \
-                 -fvisibility=hidden -fno-omit-frame-pointer
-LIBS          := -lunwind -ldw -libverbs -ldl -lm
+                 -fvisibility=hidden -flto=auto
+LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 
 # MPI-free parts: also linked into the unit tests and the table benchmark.
 CORE_SRC := shim/config.c shim/reuse_table.c shim/costmodel.c shim/callsite.c \
@@ -41,12 +41,12 @@ all-mpi:
 	$(MAKE) MPI=openmpi
 	$(MAKE) MPI=mpich
 
-$(BUILD)/obj/%.o: %.c $(HEADERS)
+$(BUILD)/obj/%.o: %.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
-	$(MPICC) -shared -o $@ $^ $(LIBS) -Wl,-z,defs
+	$(MPICC) -shared -O2 -flto=auto -o $@ $^ $(LIBS) -Wl,-z,defs
 
 # ---- tests -------------------------------------------------------------------
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)

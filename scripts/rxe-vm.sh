@@ -1,34 +1,27 @@
 #!/bin/bash
-# rxe-vm.sh -- run a command as root in a throw-away QEMU guest with a soft-RoCE
-# verbs device rxe0 (kernel rdma_rxe on a dummy netdev, 10.11.12.13/24).
+# rxe-vm.sh -- run CMD as root in a throw-away QEMU guest that has a soft-RoCE
+# verbs device rxe0 (rdma_rxe on dummy netdev rxenet0, 10.11.12.13/24).
 #
-# Usage: scripts/rxe-vm.sh [--] CMD [ARGS...]
-#   scripts/rxe-vm.sh ibv_devinfo
-#   scripts/rxe-vm.sh tests/mpi/run.sh             (any script of the project)
-# CMD runs in the caller's working directory.  Its stdout+stderr are printed
-# on stdout; the harness's own messages go to stderr.
-#
-# Guest: the Debian kernel of the host (TCG, 2 vCPUs, 2 GiB), host / READ-ONLY
-# over virtio-9p, the project folder (git top containing this script) and the
-# results folder READ-WRITE at their host paths, fresh tmpfs on /tmp /var/tmp
-# /run /root /dev/shm (so host /tmp is NOT visible: build there -> use
-# RXEVM_RESULTS).  Verbs apps: device rxe0, GID index 1 (RoCE v2, -g 1 / -x 1);
-# rdma_cm apps: 10.11.12.13 (lo has no RDMA device).  ulimit -l is unlimited.
-# Guest env: sane PATH, HOME=/root, OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1,
-# RXEVM=1, RXEVM_RESULTS, RXEVM_DEV=rxe0, RXEVM_GID_INDEX=1, RXEVM_IP, plus the
-# caller's HOTBUF_* OMPI_MCA_* UCX_* MPIR_CVAR_* variables and those in RXEVM_ENV.
-# Everything is emulated: slow (~0.1-1 s per exec); let clients retry.
-#
-# Knobs (environment):
-#   RXEVM_TIMEOUT=sec   wall-clock limit for the whole VM (default 900)
-#   RXEVM_RESULTS=dir   extra read-write folder (default <project>/results;
-#                       created if missing), exported as RXEVM_RESULTS
-#   RXEVM_ENV="A B"     more variable names to pass into the guest
-#   RXEVM_MEM=MiB (2048)  RXEVM_SMP=n (2)  RXEVM_KVER=version (newest with rdma_rxe)
-#   RXEVM_CONSOLE=1     stream the guest console to stderr; RXEVM_KEEP=1 keep temp dir
-#   RXEVM_CACHE=dir     cache of the extracted vmlinux (default /var/tmp/rxevm-cache)
-# Exit status: CMD's status; 124 time-out; 125 the VM failed before CMD ran
-# (the console log tail is printed on stderr).
+# Usage: scripts/rxe-vm.sh [--] CMD [ARGS...]      e.g. scripts/rxe-vm.sh ibv_devinfo
+#   CMD runs in the caller's directory; its stdout+stderr go to stdout, the
+#   harness's own messages to stderr.  Guest: host kernel under TCG (2 vCPUs,
+#   2 GiB); host / read-only over 9p; the project folder and the results folder
+#   read-write at their host paths; tmpfs on /tmp /var/tmp /run /root /dev/shm
+#   (host /tmp is hidden: put binaries/outputs in the project or RXEVM_RESULTS).
+#   Verbs apps: rxe0, GID index 1 (-g 1 / -x 1); rdma_cm: 10.11.12.13.
+#   Env: PATH, HOME=/root, ulimit -l unlimited, OMPI_ALLOW_RUN_AS_ROOT{,_CONFIRM}=1,
+#   RXEVM=1 RXEVM_DEV RXEVM_GID_INDEX RXEVM_IP RXEVM_RESULTS, UCX_IB_GID_INDEX=0
+#   (UCX 1.13 UD wire-up times out on rxe with the default GID), then the
+#   caller's HOTBUF_* OMPI_MCA_* UCX_* MPIR_CVAR_* and RXEVM_ENV variables.
+#   MPI over rxe: UCX_NET_DEVICES=rxe0:1 UCX_TLS=rc,ud (no sm: else shared
+#   memory is used), plus --mca pml ucx for Open MPI.  Emulated, so slow:
+#   ~10 s boot, 0.1-1 s per exec; start servers first and let clients retry.
+# Knobs: RXEVM_TIMEOUT=sec (900, whole VM)   RXEVM_RESULTS=dir (<project>/results)
+#   RXEVM_ENV="VAR..."  RXEVM_MEM=MiB (2048)  RXEVM_SMP=n (2)  RXEVM_KVER=version
+#   RXEVM_CACHE=dir (/var/tmp/rxevm-cache: extracted vmlinux for PVH boot)
+#   RXEVM_CONSOLE=1 (guest console to stderr)  RXEVM_KEEP=1 (keep the temp dir)
+# Exit: CMD's status; 124 time-out; 125 VM failed before CMD ran (or died under
+#   it); on 124/125 before CMD, the qemu log and console tail go to stderr.
 set -euo pipefail
 me=rxe-vm
 die() { echo "$me: $*" >&2; exit 125; }
@@ -59,7 +52,7 @@ KERNEL=/boot/vmlinuz-$KVER
 CACHE=${RXEVM_CACHE:-/var/tmp/rxevm-cache}
 VMLINUX=$CACHE/vmlinux-$KVER
 # PVH skips the BIOS and the xz decompression (~5 s under TCG); fall back to bzImage
-if ! [ "$VMLINUX" -nt "$KERNEL" ] && command -v xz >/dev/null && mkdir -p "$CACHE"; then
+if ! [ "$VMLINUX" -nt "$KERNEL" ] && command -v xz >/dev/null && mkdir -p "$CACHE" 2>/dev/null; then
   off=$(LC_ALL=C grep -obUaP '\xfd7zXZ\x00' "$KERNEL" | head -1 | cut -d: -f1 || true)
   [ -n "$off" ] && tail -c +$((off + 1)) "$KERNEL" | xz -dcq > "$VMLINUX.$$" 2>/dev/null || true
   if [ "$(head -c 4 "$VMLINUX.$$" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ]; then
@@ -120,6 +113,7 @@ esac
 {
   echo "export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 RXEVM=1"
   echo "export RXEVM_DEV=rxe0 RXEVM_GID_INDEX=1 RXEVM_IP=10.11.12.13"
+  echo "export UCX_IB_GID_INDEX=0"    # UCX 1.13 UD times out on rxe with GID 1 (auto)
   printf 'export RXEVM_WORKDIR=%q RXEVM_RESULTS=%q\n' "$WORKDIR" "$RESULTS"
   for v in $(compgen -e | grep -E '^(HOTBUF_|OMPI_MCA_|UCX_|MPIR_CVAR_)' || true) ${RXEVM_ENV:-}; do
     [ -n "${!v+x}" ] && printf 'export %s=%q\n' "$v" "${!v}"

@@ -75,11 +75,11 @@ static uint16_t add_site(struct hb_sites *s, uint32_t slot, uint64_t key,
     memcpy(site->frames, frames, n * sizeof(*frames));
     site->depth = (uint8_t)n;
     site->op = (uint8_t)op;
-    s->index[slot] = id;
+    s->index[slot] = (struct hb_site_slot){key, id};
     return (uint16_t)id;
 }
 
-uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op)
+uint16_t hb_sites_lookup_slow(struct hb_sites *s, void *ret, unsigned op)
 {
     uintptr_t frames[HB_MAX_DEPTH];
     int n = 1;
@@ -91,13 +91,12 @@ uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op)
         n = capture(frames, s->depth, ret);
         key = hash_frames(frames, n);
     }
-    uint32_t slot = (uint32_t)((key * GOLDEN) >> 40) & s->mask;
+    uint32_t slot = hb_sites_slot(s, key);
     for (;;) {
-        uint32_t id = s->index[slot];
-        if (!id)
+        if (!s->index[slot].key)
             return add_site(s, slot, key, frames, n, op);
-        if (s->site[id].key == key)
-            return (uint16_t)id;
+        if (s->index[slot].key == key)
+            return (uint16_t)s->index[slot].id;
         slot = (slot + 1) & s->mask;
     }
 }

@@ -23,9 +23,16 @@ struct hb_site {
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
 };
 
+/* One slot of the open-addressing index; the key is repeated here so a hit
+ * touches one cache line. */
+struct hb_site_slot {
+    uint64_t key;            /* 0 = empty */
+    uint32_t id;
+};
+
 struct hb_sites {
     struct hb_site *site;    /* dense, [0] = <other> */
-    uint32_t *index;         /* open addressing: key slot -> id, 0 = empty */
+    struct hb_site_slot *index;
     uint32_t mask;
     uint32_t count;          /* ids in use, including <other> */
     uint32_t max;            /* capacity of site[] */
@@ -38,6 +45,22 @@ void hb_sites_destroy(struct hb_sites *s);
 
 /* Id of the site whose innermost frame is ret (the MPI wrapper's return
  * address), creating it if there is room.  op is recorded on creation. */
-uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op);
+uint16_t hb_sites_lookup_slow(struct hb_sites *s, void *ret, unsigned op);
+
+static inline uint32_t hb_sites_slot(const struct hb_sites *s, uint64_t key)
+{
+    return (uint32_t)((key * 0x61C8864680B583EBull) >> 40) & s->mask;
+}
+
+/* At depth 1 a known site is one multiply and one compare away. */
+static inline uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op)
+{
+    if (s->depth <= 1) {
+        const struct hb_site_slot *slot = &s->index[hb_sites_slot(s, (uint64_t)(uintptr_t)ret)];
+        if (slot->key == (uint64_t)(uintptr_t)ret)
+            return (uint16_t)slot->id;
+    }
+    return hb_sites_lookup_slow(s, ret, op);
+}
 
 #endif

@@ -14,7 +14,7 @@ struct persist_req {
     unsigned op;
     struct hb_use use;
     int empty, proc_null;
-    void *ret;             /* call site of the *_init call */
+    uint16_t site;         /* call site of the *_init call */
     UT_hash_handle hh;
 };
 
@@ -35,7 +35,7 @@ void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MP
         return; /* the request just goes uncounted */
     p->key = req_key(req);
     p->op = op;
-    p->ret = ret;
+    p->site = hb_track_site(op, ret); /* here, while ret is on the stack */
     p->empty = hb_use_compute(buf, count, type, peer, &p->use, &p->proc_null);
     hb_lock();
     HASH_REPLACE(hh, requests, key, sizeof(uint64_t), p, old);
@@ -53,7 +53,7 @@ void hb_persist_start(MPI_Request req)
         copy = *p; /* another thread may free p once the lock is released */
     hb_unlock();
     if (p)
-        hb_track_use(copy.op, &copy.use, copy.empty, copy.proc_null, copy.ret);
+        hb_track_use(copy.op, &copy.use, copy.empty, copy.proc_null, copy.site);
 }
 
 void hb_persist_remove(MPI_Request req)

@@ -90,7 +90,7 @@ void hb_runtime_after_init(int provided)
                 hb_rt.cfg.hash_bits);
         goto out;
     }
-    hb_rt.tracking = 1;
+    hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
 out:
     hb_nested--;
 }

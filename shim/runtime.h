@@ -16,7 +16,8 @@
 #include "tracker.h"
 
 struct hb_runtime {
-    int tracking;          /* wrappers record calls (set after init, cleared at finalize) */
+    int tracking;          /* wrappers record calls (set after init, cleared at finalize):
+                              HB_TRACK_FAST, or HB_TRACK_LOCKED under MPI_THREAD_MULTIPLE */
     int lock_needed;       /* MPI_THREAD_MULTIPLE: serialize the tracker */
     atomic_flag lock;
     int init_done, finalize_done, aborted;
@@ -30,6 +31,8 @@ struct hb_runtime {
 };
 
 extern struct hb_runtime hb_rt;
+
+enum { HB_TRACK_OFF, HB_TRACK_FAST, HB_TRACK_LOCKED };
 
 /* Calls made by hotbuf itself, or by the MPI library underneath a wrapper
  * (MPICH's Fortran bindings call the C MPI_* functions), must not be

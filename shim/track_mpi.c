@@ -11,18 +11,7 @@ struct dtinfo {
     int64_t size, true_lb, extent, true_extent;
 };
 
-/* Predefined datatypes never change or go away, so their extents can be
- * cached for the life of the job; derived types can be freed and their
- * handles reused, so they are queried on every call. */
-#define DT_SLOTS 128
-static struct dtinfo dt_cache[DT_SLOTS];
-
-static unsigned dt_slot(MPI_Datatype t)
-{
-    uint64_t h = 0; /* MPI_Datatype is a pointer in Open MPI, an int in MPICH */
-    memcpy(&h, &t, sizeof(t) < sizeof(h) ? sizeof(t) : sizeof(h));
-    return (unsigned)((h * 0x61C8864680B583EBull) >> 57) & (DT_SLOTS - 1);
-}
+struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
 
 static int dt_query(MPI_Datatype t, struct dtinfo *d)
 {
@@ -47,28 +36,21 @@ void hb_datatypes_init(void)
         MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_LOGICAL,
         MPI_CHARACTER, MPI_AINT, MPI_OFFSET, MPI_WCHAR,
     };
-    memset(dt_cache, 0, sizeof(dt_cache));
+    memset(hb_dt_cache, 0, sizeof(hb_dt_cache));
     for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++) {
         struct dtinfo d;
         if (predefined[i] == MPI_DATATYPE_NULL || dt_query(predefined[i], &d))
             continue;
-        struct dtinfo *slot = &dt_cache[dt_slot(predefined[i])];
-        if (slot->size == 0) /* first come keeps a colliding slot */
-            *slot = d;
+        /* Only types whose elements are packed end to end: for them the
+         * span of count elements is simply count x size. */
+        if (d.true_lb != 0 || d.extent != d.size || d.true_extent != d.size || d.size <= 0)
+            continue;
+        struct hb_dt_slot *slot = &hb_dt_cache[hb_dt_slot_of(predefined[i])];
+        if (slot->size == 0) { /* first come keeps a colliding slot */
+            slot->type = predefined[i];
+            slot->size = (uint64_t)d.size;
+        }
     }
-}
-
-static int dt_info(MPI_Datatype t, struct dtinfo *tmp, const struct dtinfo **out)
-{
-    const struct dtinfo *c = &dt_cache[dt_slot(t)];
-    if (c->size && c->type == t) {
-        *out = c;
-        return 0;
-    }
-    if (dt_query(t, tmp))
-        return -1;
-    *out = tmp;
-    return 0;
 }
 
 /* The span a call touches is the true extent of count elements: for
@@ -76,9 +58,8 @@ static int dt_info(MPI_Datatype t, struct dtinfo *tmp, const struct dtinfo **out
  * the key is buf + true_lb, not buf. */
 static int use_of(const void *buf, int count, MPI_Datatype type, struct hb_use *u)
 {
-    struct dtinfo tmp;
-    const struct dtinfo *d;
-    if (count <= 0 || dt_info(type, &tmp, &d))
+    struct dtinfo tmp, *d = &tmp;
+    if (count <= 0 || dt_query(type, &tmp))
         return -1;
     u->bytes = (uint64_t)count * (uint64_t)d->size;
     u->addr = (const char *)buf + d->true_lb;
@@ -87,13 +68,34 @@ static int use_of(const void *buf, int count, MPI_Datatype type, struct hb_use *
     return u->bytes ? 0 : -1;
 }
 
-void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, void *ret)
+uint16_t hb_track_site(unsigned op, void *ret)
+{
+    hb_lock();
+    uint16_t site = hb_tracker_site(&hb_rt.tracker, op, ret);
+    hb_unlock();
+    return site;
+}
+
+void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, uint16_t site)
 {
     hb_lock();
     if (empty)
-        hb_tracker_record_empty(&hb_rt.tracker, op, proc_null, ret);
+        hb_tracker_record_empty(&hb_rt.tracker, op, proc_null, site);
     else
-        hb_tracker_record(&hb_rt.tracker, op, u, ret);
+        hb_tracker_record(&hb_rt.tracker, op, u, site);
+    hb_unlock();
+}
+
+/* The site is looked up inside the lock together with the record: one
+ * lock round trip per call. */
+static void track_here(unsigned op, const struct hb_use *u, int empty, int proc_null, void *ret)
+{
+    hb_lock();
+    uint16_t site = hb_tracker_site(&hb_rt.tracker, op, ret);
+    if (empty)
+        hb_tracker_record_empty(&hb_rt.tracker, op, proc_null, site);
+    else
+        hb_tracker_record(&hb_rt.tracker, op, u, site);
     hb_unlock();
 }
 
@@ -104,12 +106,13 @@ int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, stru
     return *proc_null || use_of(buf, count, type, u) != 0;
 }
 
-void hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer, void *ret)
+void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
+                   void *ret)
 {
     struct hb_use u;
     int proc_null;
     int empty = hb_use_compute(buf, count, type, peer, &u, &proc_null);
-    hb_track_use(op, &u, empty, proc_null, ret);
+    track_here(op, &u, empty, proc_null, ret);
 }
 
 void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
@@ -120,5 +123,5 @@ void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtyp
     PMPI_Comm_size(comm, &n);
     int64_t total = (int64_t)recvcount * n;
     int empty = total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
-    hb_track_use(HB_OP_ALLGATHER, &u, empty, 0, ret);
+    track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);
 }

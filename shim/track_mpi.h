@@ -4,22 +4,63 @@
 #define HOTBUF_TRACK_MPI_H
 
 #include <mpi.h>
+#include <string.h>
 
 #include "ops.h"
+#include "runtime.h"
 #include "tracker.h"
 
 /* Caches the predefined datatypes' extents; called once after MPI_Init. */
 void hb_datatypes_init(void);
 
-/* One call on buf (count x type) with peer (MPI_PROC_NULL: nothing moves). */
-void hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer, void *ret);
+/* Predefined contiguous datatypes, cached by handle: a direct-mapped table
+ * filled once after MPI_Init.  Predefined types never change or go away;
+ * derived types can be freed and their handles reused, so they are
+ * queried on every call (hb_track_slow). */
+#define HB_DT_SLOTS 128
+struct hb_dt_slot {
+    MPI_Datatype type;
+    uint64_t size; /* 0: empty slot */
+};
+extern struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
 
-/* The same in two steps, for callers that compute the use once and record
- * it many times (persistent requests).  hb_use_compute returns nonzero
+static inline unsigned hb_dt_slot_of(MPI_Datatype t)
+{
+    uint64_t h = 0; /* MPI_Datatype is a pointer in Open MPI, an int in MPICH */
+    memcpy(&h, &t, sizeof(t) < sizeof(h) ? sizeof(t) : sizeof(h));
+    return (unsigned)((h * 0x61C8864680B583EBull) >> 57) & (HB_DT_SLOTS - 1);
+}
+
+/* Any call: derived datatypes, zero counts, MPI_PROC_NULL, threads. */
+void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
+                   void *ret);
+
+/* One call on buf (count x type) with peer (MPI_PROC_NULL: nothing moves).
+ * The common case (a predefined type, a real peer, no thread lock) stays
+ * inline in the wrapper. */
+static inline __attribute__((always_inline)) void
+hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
+                            void *ret)
+{
+    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
+    if (__builtin_expect(d->type == type && hb_rt.tracking == HB_TRACK_FAST && count > 0 &&
+                             peer != MPI_PROC_NULL && d->size, 1)) {
+        uint64_t bytes = (uint64_t)count * d->size;
+        struct hb_use u = {buf, bytes, bytes};
+        struct hb_tracker *t = &hb_rt.tracker;
+        hb_tracker_record(t, op, &u, hb_tracker_site(t, op, ret));
+        return;
+    }
+    hb_track_slow(op, buf, count, type, peer, ret);
+}
+
+/* The same in steps, for callers that compute the use and the call site
+ * once and record them many times (persistent requests).  hb_use_compute returns nonzero
  * when the call moves nothing (zero bytes, MPI_PROC_NULL, bad datatype). */
 int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, struct hb_use *u,
                    int *proc_null);
-void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, void *ret);
+uint16_t hb_track_site(unsigned op, void *ret);
+void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, uint16_t site);
 
 /* Allgather: the receive buffer holds comm_size blocks of recvcount x recvtype. */
 void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -975,13 +976,15 @@ static void test_random_model(void)
 /* ---- threads --------------------------------------------------------- */
 
 #define WORKERS 3
-#define WORKER_OPS 20000
 #define INVALIDATES 20000
 
 struct shared {
     struct mock m;
     atomic_ulong done_start[SPACE_PAGES]; /* clock of last finished inval */
     atomic_int stop;
+    atomic_int started; /* the invalidator is running */
+    atomic_ulong ops;   /* worker operations so far */
+    atomic_ulong pushes; /* invalidations so far; the two pace each other */
     atomic_int violations;
 };
 
@@ -1019,11 +1022,20 @@ static void *worker(void *arg)
     uint64_t snap[SPACE_PAGES];
     int i, p;
 
-    for (i = 0; i < WORKER_OPS; i++) {
+    while (!atomic_load(&sh->started))
+        ;
+    /* Runs for as long as the invalidator does. */
+    while (!atomic_load(&sh->stop)) {
         int slot = (int)(rnd_r(&wa->seed) % 4);
         uintptr_t addr = BASE + rnd_r(&wa->seed) % ((SPACE_PAGES - 4) * PG);
         size_t len = 1 + rnd_r(&wa->seed) % (3 * PG);
 
+        /* Neither side may run far ahead, so the queue rarely overflows
+         * (an overflow is correct but just flushes everything). */
+        while (atomic_load(&sh->ops) > atomic_load(&sh->pushes) * 8 + 256 &&
+               !atomic_load(&sh->stop))
+            sched_yield();
+        atomic_fetch_add(&sh->ops, 1);
         if (held[slot]) {
             release(&sh->m, held[slot]);
             held[slot] = NULL;
@@ -1046,10 +1058,11 @@ static void *invalidator(void *arg)
 {
     struct shared *sh = arg;
     uint64_t seed = 12345;
-    int i;
     uintptr_t p;
+    int i;
 
-    for (i = 0; i < INVALIDATES && !atomic_load(&sh->stop); i++) {
+    atomic_store(&sh->started, 1);
+    for (i = 0; i < INVALIDATES; i++) {
         uintptr_t addr = BASE + rnd_r(&seed) % (SPACE_PAGES * PG);
         size_t len = 1 + rnd_r(&seed) % (2 * PG);
         uint64_t when = atomic_fetch_add(&sh->m.clock, 1) + 1;
@@ -1061,7 +1074,12 @@ static void *invalidator(void *arg)
             if (ps < addr + len && ps + PG > addr)
                 atomic_store(&sh->done_start[p], when);
         }
+        /* About one invalidation per 8 worker operations. */
+        atomic_fetch_add(&sh->pushes, 1);
+        while (atomic_load(&sh->ops) < (unsigned long)i * 8)
+            sched_yield();
     }
+    atomic_store(&sh->stop, 1);
     return NULL;
 }
 
@@ -1075,25 +1093,32 @@ static void test_threads(void)
 
     memset(&sh, 0, sizeof(sh));
     make_cache(&sh.m, 12, 0);
+    /* Widen the invalidation filter's hull over the space, then empty. */
+    cache_idle(&sh.m, BASE, SPACE_PAGES * PG);
+    hb_regcache_invalidate(sh.m.rc, (void *)BASE, SPACE_PAGES * PG);
+    hb_regcache_reap(sh.m.rc);
     pthread_create(&inv, NULL, invalidator, &sh);
     for (i = 0; i < WORKERS; i++) {
         wa[i].sh = &sh;
         wa[i].seed = 0x1234567ULL * (uint64_t)(i + 1);
         pthread_create(&th[i], NULL, worker, &wa[i]);
     }
+    pthread_join(inv, NULL);
     for (i = 0; i < WORKERS; i++)
         pthread_join(th[i], NULL);
-    atomic_store(&sh.stop, 1);
-    pthread_join(inv, NULL);
     hb_regcache_reap(sh.m.rc);
     s = stats_of(&sh.m);
     CHECK_EQ_U64(atomic_load(&sh.violations), 0);
     CHECK_EQ_U64(s.in_use, 0);
     CHECK_EQ_U64(s.pinned_bytes, sh.m.live_bytes);
     CHECK_EQ_U64(s.entries, sh.m.live_count);
+    CHECK(s.invalidations > 0 && s.hits > 0 && s.misses > 0);
     fprintf(stderr, "  threads: %llu hits, %llu misses, %llu failures, "
-            "%llu invalidations\n", (unsigned long long)s.hits,
-            (unsigned long long)s.misses, (unsigned long long)s.failures,
+            "%llu invalidate calls (%llu overflowed), %llu invalidations\n",
+            (unsigned long long)s.hits, (unsigned long long)s.misses,
+            (unsigned long long)s.failures,
+            (unsigned long long)s.invalidate_calls,
+            (unsigned long long)s.invalidate_overflows,
             (unsigned long long)s.invalidations);
     finish(&sh.m);
 }

@@ -1,0 +1,132 @@
+# Behaviour tests, sourced by tests/run-tests.sh (uses its pass/fail/work/
+# launcher/selected).  Each runs a real MPI job, with and without hotbuf
+# where the point is "nothing changes", and asserts on exit codes, stdout
+# and stderr.
+
+# job FLAVOUR NRANKS OUT HOTBUF(0|1) PROGRAM [ARGS]: OUT.out, OUT.err, OUT.rc
+job() {
+    local mpi=$1 n=$2 out=$3 hb=$4 prog=build/$1/tests/$5; shift 5
+    local l; l=$(launcher "$mpi" "$n")
+    if [ "$hb" = 1 ]; then
+        timeout 120 tools/hotbuf-run --mpi=$mpi -- $l "$prog" "$@" >"$out.out" 2>"$out.err"
+    else
+        timeout 120 $l "$prog" "$@" >"$out.out" 2>"$out.err"
+    fi
+    echo $? >"$out.rc"
+}
+
+behaviour_invalid_config() { # one line per bad variable, rank 0 only, defaults used
+    local mpi=$1 d=$work/invalid-$1; mkdir -p "$d"
+    job "$mpi" 4 "$d/plain" 0 reuse_known
+    HOTBUF_HASH_BITS=abc HOTBUF_SPECULATIVE=-1 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$d/r \
+        HOTBUF_MIN_SIZE=12Q job "$mpi" 4 "$d/hb" 1 reuse_known
+    local lines; lines=$(grep -c 'HOTBUF_HASH_BITS="abc" is invalid (expected an integer in 8..28); using the default 20' "$d/hb.err")
+    if [ "$(cat "$d/hb.rc")" != 0 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+        fail "$mpi/invalid_config" "job broken by bad variables" "$d/hb.err"
+    elif [ "$lines" != 1 ] || [ "$(grep -c 'HOTBUF_SPECULATIVE="-1" is invalid' "$d/hb.err")" != 1 ] ||
+         [ "$(grep -c 'HOTBUF_MIN_SIZE="12Q" is invalid' "$d/hb.err")" != 1 ]; then
+        fail "$mpi/invalid_config" "expected exactly one line per invalid variable" "$d/hb.err"
+    elif ! python3 -c 'import json,sys; c=json.load(open(sys.argv[1]))["config"]; sys.exit(c["HOTBUF_HASH_BITS"]["value"] != "20" or c["HOTBUF_MIN_SIZE"]["value"] != "128")' "$d/r.json"; then
+        fail "$mpi/invalid_config" "defaults not in effect" "$d/r.json"
+    else
+        pass "$mpi/invalid_config"
+    fi
+}
+
+behaviour_enable_off() { # plain forwarding: same output, no report, silent
+    local mpi=$1 d=$work/off-$1; mkdir -p "$d"
+    job "$mpi" 2 "$d/plain" 0 reuse_known
+    HOTBUF_ENABLE=0 HOTBUF_REPORT_FILE=$d/r job "$mpi" 2 "$d/hb" 1 reuse_known
+    if ! cmp -s "$d/plain.out" "$d/hb.out" || [ "$(cat "$d/hb.rc")" != 0 ]; then
+        fail "$mpi/enable_off" "output differs" "$d/hb.err"
+    elif [ -e "$d/r.txt" ] || grep -q hotbuf "$d/hb.err"; then
+        fail "$mpi/enable_off" "HOTBUF_ENABLE=0 still reported" "$d/hb.err"
+    else
+        pass "$mpi/enable_off"
+    fi
+}
+
+behaviour_default_report() { # text on rank 0's stderr, once
+    local mpi=$1 d=$work/default-$1; mkdir -p "$d"
+    job "$mpi" 2 "$d/hb" 1 reuse_known
+    if [ "$(grep -c '==== hotbuf buffer-reuse report: 2 rank(s)' "$d/hb.err")" != 1 ] ||
+       [ "$(grep -c '==== end of hotbuf report' "$d/hb.err")" != 1 ]; then
+        fail "$mpi/default_report" "expected one text report on stderr" "$d/hb.err"
+    else
+        pass "$mpi/default_report"
+    fi
+}
+
+behaviour_unwritable_report() { # a bad HOTBUF_REPORT_FILE falls back to stderr
+    local mpi=$1 d=$work/unwritable-$1; mkdir -p "$d"
+    HOTBUF_REPORT_FILE=/nonexistent/dir/r job "$mpi" 2 "$d/hb" 1 reuse_known
+    if [ "$(cat "$d/hb.rc")" = 0 ] && grep -q 'cannot write /nonexistent/dir/r.txt' "$d/hb.err" &&
+       grep -q 'hotbuf buffer-reuse report' "$d/hb.err"; then
+        pass "$mpi/unwritable_report"
+    else
+        fail "$mpi/unwritable_report" "no fallback to stderr" "$d/hb.err"
+    fi
+}
+
+behaviour_abort() { # MPI_Abort: same exit status as without hotbuf, no hang, no crash
+    local mpi=$1 d=$work/abort-$1; mkdir -p "$d"
+    job "$mpi" 2 "$d/plain" 0 abort_early abort
+    job "$mpi" 2 "$d/hb" 1 abort_early abort
+    local a b; a=$(cat "$d/plain.rc") b=$(cat "$d/hb.rc")
+    if [ "$b" = 124 ] || grep -qiE 'segmentation|core dumped' "$d/hb.err"; then
+        fail "$mpi/abort" "hung or crashed (exit $b)" "$d/hb.err"
+    elif [ "$a" != "$b" ] || [ "$a" = 0 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+        fail "$mpi/abort" "exit $b with hotbuf, $a without" "$d/hb.err"
+    else
+        pass "$mpi/abort"
+    fi
+}
+
+behaviour_no_finalize() { # exit without MPI_Finalize: same status, a note, no hang
+    local mpi=$1 d=$work/nofin-$1; mkdir -p "$d"
+    job "$mpi" 2 "$d/plain" 0 abort_early exit
+    job "$mpi" 2 "$d/hb" 1 abort_early exit
+    local a b; a=$(cat "$d/plain.rc") b=$(cat "$d/hb.rc")
+    if [ "$b" = 124 ] || grep -qiE 'segmentation|core dumped' "$d/hb.err"; then
+        fail "$mpi/no_finalize" "hung or crashed (exit $b)" "$d/hb.err"
+    elif [ "$a" != "$b" ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+        fail "$mpi/no_finalize" "exit $b with hotbuf, $a without" "$d/hb.err"
+    elif ! grep -q 'hotbuf: MPI_Finalize was not called; no buffer-reuse report' "$d/hb.err"; then
+        fail "$mpi/no_finalize" "no note about the missing report" "$d/hb.err"
+    else
+        pass "$mpi/no_finalize"
+    fi
+}
+
+behaviour_callsite_depth() { # deeper call sites name the caller's caller too
+    local mpi=$1 d=$work/depth-$1; mkdir -p "$d"
+    HOTBUF_CALLSITE_DEPTH=2 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$d/r job "$mpi" 2 "$d/hb" 1 reuse_known
+    if python3 - "$d/r.json" <<'PY'
+import json, sys
+sites = json.load(open(sys.argv[1]))["sites"]
+hot = [s for s in sites if s["name"].startswith("sends (reuse_known.c:26) < main (reuse_known.c:")]
+sys.exit(not (len(hot) == 1 and hot[0]["calls"] == 2000))
+PY
+    then pass "$mpi/callsite_depth2"; else fail "$mpi/callsite_depth2" "no two-frame site" "$d/r.json"; fi
+}
+
+behaviour_launcher() { # picks the flavour from the launcher, passes HOTBUF_* to ranks
+    local o m
+    o=$(HOTBUF_X_TEST=1 tools/hotbuf-run --hash-bits=12 --dry-run -- mpiexec.openmpi -n 2 ./a.out)
+    m=$(tools/hotbuf-run --dry-run -- mpiexec.mpich -n 2 ./a.out)
+    if [[ $o == *"build/openmpi/libhotbuf.so"*"-x HOTBUF_HASH_BITS"*"-x HOTBUF_X_TEST"* ]] &&
+       [[ $m == *"-genv LD_PRELOAD"*"build/mpich/libhotbuf.so"* ]] &&
+       ! tools/hotbuf-run --bogus -- true 2>/dev/null; then
+        pass "launcher"
+    else
+        fail "launcher" "unexpected command: $o / $m"
+    fi
+}
+
+for mpi in openmpi mpich; do
+    for b in invalid_config enable_off default_report unwritable_report abort no_finalize \
+             callsite_depth; do
+        selected "$mpi/$b" && behaviour_$b $mpi
+    done
+done
+selected launcher && behaviour_launcher

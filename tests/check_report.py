@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Checks a hotbuf JSON report against what a test program is known to do.
+
+usage: check_report.py CHECK REPORT.json NRANKS [REPORT.txt]
+Exits non-zero with one line per failed assertion.  CHECK names a function
+below; each knows the exact traffic of one program in tests/mpi/.
+"""
+import json
+import sys
+
+failures = []
+
+
+def expect(what, got, want):
+    if got != want:
+        failures.append(f"{what}: got {got!r}, want {want!r}")
+
+
+def expect_true(what, cond):
+    if not cond:
+        failures.append(what)
+
+
+def site(report, op, name_part):
+    hits = [s for s in report["sites"] if s["op"] == op and name_part in s["name"]]
+    expect_true(f"a {op} site named *{name_part}* in {[s['name'] for s in report['sites']]}",
+                len(hits) == 1)
+    return hits[0] if hits else None
+
+
+def check_reuse_known(r, n, text):
+    """tests/mpi/reuse_known.c with HOTBUF_THRESHOLD=100."""
+    expect("ranks", r["ranks"], n)
+    s = r["classes"]["send"]
+    expect("send calls", s["calls"], n * (1000 + 500 + 25 + 7 + 3))
+    expect("send buffers", s["buffers"], n * (1 + 500 + 1))
+    expect("send reuse calls", s["reuse_calls"], n * (999 + 24))
+    expect("send reuse %", round(s["reuse_pct"], 2), round(100 * 1023 / 1525, 2))
+    expect("send max reuse", s["max_reuse"], {"min": 1000, "max": 1000, "avg": 1000.0})
+    expect("send most frequent size", s["most_frequent_size"],
+           {"min": 1024, "max": 1024, "avg": 1024.0})
+    expect("send top sizes", s["top_sizes"],
+           [{"size": 1024, "calls": 1000 * n}, {"size": 256, "calls": 500 * n},
+            {"size": 2048, "calls": 25 * n}])
+    expect("send hot buffers", s["hot_buffers"], n)
+    expect("send hot calls", s["hot_calls"], n * 901)
+    expect("send proc_null", s["proc_null_calls"], 7 * n)
+    expect("send zero-byte", s["zero_byte_calls"], 3 * n)
+    expect("send bytes", s["bytes"], n * (1000 * 1024 + 500 * 256 + 25 * 2048))
+    expect("send untracked", s["untracked_calls"], 0)
+
+    p = r["classes"]["put"]
+    expect("put calls", p["calls"], 55 * n)
+    expect("put buffers", p["buffers"], 10 * n)
+    expect("put reuse calls", p["reuse_calls"], 45 * n)
+    expect("put max reuse", p["max_reuse"], {"min": 10, "max": 10, "avg": 10.0})
+    expect("put hot", p["hot_buffers"], 0)
+
+    g = r["classes"]["get"]
+    expect("get calls", g["calls"], 20 * n)
+    expect("get buffers", g["buffers"], n)
+    expect("get top sizes", g["top_sizes"], [{"size": 4096, "calls": 20 * n}])
+
+    a = r["classes"]["allgather"]
+    expect("allgather calls", a["calls"], 31 * n)
+    expect("allgather buffers", a["buffers"], 2 * n)
+    expect("allgather max reuse", a["max_reuse"]["max"], 30)
+    expect("allgather bytes", a["bytes"], n * 31 * 128 * n)
+
+    hot = site(r, "send", "reuse_known.c:26")
+    if hot:
+        expect("hot site calls", hot["calls"], 1000 * n)
+        expect("hot site buffers", hot["buffers"], n)
+        expect("hot site ranks", hot["ranks"], n)
+        expect("hot site max reuse", hot["max_reuse"], 1000)
+        expect_true("hot site lists its hot buffers",
+                    all(b["hot"] and b["uses"] == 1000 for b in hot["top_buffers"]))
+        expect("hot site top buffers", len(hot["top_buffers"]), min(n, 3))
+    cold = site(r, "send", "reuse_known.c:33")
+    if cold:
+        expect("cold site calls", cold["calls"], 500 * n)
+        expect("cold site buffers", cold["buffers"], 500 * n)
+        expect("cold site reuse calls", cold["reuse_calls"], 0)
+    pers = site(r, "send", "reuse_known.c:39")
+    if pers:
+        expect("persistent site calls (one per MPI_Start)", pers["calls"], 25 * n)
+    expect("table stopped", r["table"]["ranks_stopped_adapted"] + r["table"]["ranks_stopped_full"], 0)
+    expect("config shows the threshold", r["config"]["HOTBUF_THRESHOLD"],
+           {"value": "100", "default": False})
+    if text:
+        for needle in ["hotbuf buffer-reuse report", "reuse_known.c:26", "HOTBUF_THRESHOLD=100*"]:
+            expect_true(f"text report mentions {needle!r}", needle in text)
+
+
+def check_fortran(r, n, text):
+    """tests/mpi/fortran_send.f90: 100 sends of one 2 KiB buffer, 1 allgather."""
+    s = r["classes"]["send"]
+    expect("fortran send calls", s["calls"], 100 * n)
+    expect("fortran send buffers", s["buffers"], n)
+    expect("fortran send top size", s["top_sizes"], [{"size": 2048, "calls": 100 * n}])
+    f = site(r, "send", "fortran_send.f90")
+    if f:
+        expect("fortran site calls", f["calls"], 100 * n)
+    expect("fortran allgather calls", r["classes"]["allgather"]["calls"], n)
+
+
+def check_threads(r, n, text):
+    """tests/mpi/thread_multiple.c: 2 threads x 500 sends per rank."""
+    expect("thread level", r["thread_level"].split()[0], "multiple")
+    expect("threaded send calls", r["classes"]["send"]["calls"], 1000 * n)
+
+
+def check_adapted(r, n, text):
+    """tests/mpi/many_buffers.c with a 2^10-bucket table and adaptation on."""
+    t = r["table"]
+    expect("ranks whose table adapted", t["ranks_stopped_adapted"], n)
+    s = r["classes"]["send"]
+    expect("many calls", s["calls"], 200000 * n)
+    expect_true("untracked calls after the stop", s["untracked_calls"] > 0)
+    expect_true("table far smaller than the buffers", t["max_buffers_per_rank"] < 20000)
+    if text:
+        expect_true("text says the table stopped growing", "stopped growing" in text)
+
+
+def check_full(r, n, text):
+    """tests/mpi/many_buffers.c with HOTBUF_TABLE_MAX_ENTRIES=1000, adaptation off."""
+    t = r["table"]
+    expect("ranks whose table filled", t["ranks_stopped_full"], n)
+    expect("buffers per rank", t["max_buffers_per_rank"], 1000)
+    expect("buffers", r["classes"]["send"]["buffers"], 1000 * n)
+    expect("untracked", r["classes"]["send"]["untracked_calls"], n * (100000 - 999))
+    if text:
+        expect_true("text names the limit", "HOTBUF_TABLE_MAX_ENTRIES" in text)
+
+
+def check_any(r, n, text):
+    """Any program: the report is well formed and counted something."""
+    expect("ranks", r["ranks"], n)
+    expect_true("some calls", sum(c["calls"] for c in r["classes"].values()) > 0)
+
+
+CHECKS = {"reuse_known": check_reuse_known, "fortran": check_fortran, "threads": check_threads,
+          "adapted": check_adapted, "full": check_full, "any": check_any}
+
+
+def main():
+    if len(sys.argv) < 4 or sys.argv[1] not in CHECKS:
+        sys.exit(__doc__)
+    with open(sys.argv[2]) as f:
+        report = json.load(f)
+    text = open(sys.argv[4]).read() if len(sys.argv) > 4 else None
+    CHECKS[sys.argv[1]](report, int(sys.argv[3]), text)
+    for line in failures:
+        print(f"  {sys.argv[1]}: {line}")
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

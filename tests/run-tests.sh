@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# hotbuf's test suite (`make test`): unit tests, then integration tests
+# with the real Open MPI and MPICH.  Every integration test runs its
+# program without and with hotbuf and requires identical output; report
+# tests also check the JSON report against the program's known traffic.
+# Ends with "N passed, N failed".
+#   TESTS_FILTER=regex   run only tests whose name matches
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Open MPI: never look for an HPC network on a plain host, and keep the
+# shared-memory transport from needing ptrace permissions in containers.
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+unset $(compgen -e | grep '^HOTBUF_') 2>/dev/null
+work=$(mktemp -d /tmp/hotbuf-tests.XXXXXX)
+[ -n "${TESTS_KEEP:-}" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+passed=0 failed=0 failures=""
+
+pass() { passed=$((passed + 1)); echo "PASS $1"; }
+fail() {
+    failed=$((failed + 1)); failures="$failures $1"
+    echo "FAIL $1: $2"
+    [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/    | /' "$3" | tail -20
+}
+selected() { [ -z "${TESTS_FILTER:-}" ] || [[ $1 =~ $TESTS_FILTER ]]; }
+
+# ---- build -------------------------------------------------------------------
+for mpi in openmpi mpich; do
+    if make --no-print-directory -s MPI=$mpi mpi-tests >"$work/build-$mpi.log" 2>&1; then
+        pass "build/$mpi"
+    else
+        fail "build/$mpi" "make MPI=$mpi failed" "$work/build-$mpi.log"
+    fi
+done
+if make --no-print-directory -s unit-tests >"$work/build-unit.log" 2>&1; then
+    pass "build/unit"
+else
+    fail "build/unit" "unit tests do not build" "$work/build-unit.log"
+fi
+
+# ---- unit tests ----------------------------------------------------------------
+for t in build/unit/test_*; do
+    [ -x "$t" ] || continue
+    name=unit/$(basename "$t")
+    selected "$name" || continue
+    if timeout 120 "$t" >"$work/unit.log" 2>&1; then pass "$name"; else fail "$name" "exit $?" "$work/unit.log"; fi
+done
+
+# ---- integration tests -----------------------------------------------------------
+launcher() { # flavour nranks
+    case $1 in
+        openmpi) echo "mpiexec.openmpi --oversubscribe -n $2" ;;
+        mpich) echo "mpiexec.mpich -n $2" ;;
+    esac
+}
+
+# run_pair NAME FLAVOUR NRANKS CHECK PROGRAM [ARGS...]
+# Runs PROGRAM plain and under hotbuf (with the HOTBUF_* variables set in
+# the caller's environment for this test), compares stdout, and if CHECK is
+# not "-" checks the JSON report with tests/check_report.py CHECK.
+run_pair() {
+    local name=$1 mpi=$2 n=$3 check=$4; shift 4
+    selected "$name" || return 0
+    local prog=build/$mpi/tests/$1; shift
+    local dir=$work/$name; mkdir -p "$dir"
+    local l; l=$(launcher "$mpi" "$n")
+    if ! timeout 300 $l "$prog" "$@" >"$dir/plain.out" 2>"$dir/plain.err" || [ ! -s "$dir/plain.out" ]; then
+        fail "$name" "the program fails without hotbuf" "$dir/plain.err"; return
+    fi
+    if ! HOTBUF_REPORT=${HOTBUF_REPORT:-both} HOTBUF_REPORT_FILE=$dir/report \
+         timeout 300 tools/hotbuf-run --mpi=$mpi -- $l "$prog" "$@" >"$dir/hotbuf.out" 2>"$dir/hotbuf.err"; then
+        fail "$name" "the program fails under hotbuf" "$dir/hotbuf.err"; return
+    fi
+    if ! diff -u "$dir/plain.out" "$dir/hotbuf.out" >"$dir/diff"; then
+        fail "$name" "output differs with hotbuf" "$dir/diff"; return
+    fi
+    if [ "$check" != - ] && ! python3 tests/check_report.py "$check" "$dir/report.json" "$n" \
+             "$dir/report.txt" >"$dir/check.log" 2>&1; then
+        fail "$name" "report check '$check'" "$dir/check.log"; return
+    fi
+    pass "$name"
+}
+
+for mpi in openmpi mpich; do
+    for n in 2 4; do
+        # MPICH busy-polls: with more ranks than the 2 cores it is ~100x
+        # slower, so only the two central programs run at 4 ranks.
+        heavy=1; [ $mpi = mpich ] && [ $n = 4 ] && heavy=0
+        run_pair "$mpi/np$n/p2p_patterns" $mpi $n any p2p_patterns
+        HOTBUF_THRESHOLD=100 run_pair "$mpi/np$n/reuse_known" $mpi $n reuse_known reuse_known
+        [ $heavy = 1 ] || continue
+        run_pair "$mpi/np$n/rma_patterns" $mpi $n any rma_patterns
+        run_pair "$mpi/np$n/allgather_patterns" $mpi $n any allgather_patterns
+        run_pair "$mpi/np$n/fortran_send" $mpi $n fortran fortran_send
+    done
+    run_pair "$mpi/np2/thread_multiple" $mpi 2 threads thread_multiple
+    HOTBUF_HASH_BITS=10 run_pair "$mpi/np2/many_buffers_adapt" $mpi 2 adapted many_buffers
+    HOTBUF_ADAPT=0 HOTBUF_TABLE_MAX_ENTRIES=1000 \
+        run_pair "$mpi/np2/many_buffers_full" $mpi 2 full many_buffers
+    HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
+done
+
+# ---- behaviour checks ------------------------------------------------------------
+source tests/behaviour.sh
+
+echo
+[ -n "$failures" ] && echo "failed:$failures"
+echo "$passed passed, $failed failed"
+[ $failed = 0 ]

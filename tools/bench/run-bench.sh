@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# `make bench`: hotbuf's pass-through overhead, three measurements, each
+# comparing variants inside one run and printing ratios.
+#   1. 2-rank ping-pong 8 B..8 KiB: PMPI_Send vs MPI_Send through hotbuf's
+#      tracking, alternating rounds in the same processes (and the same
+#      program without hotbuf, as a sanity line).
+#   2. Instructions per intercepted MPI_Send (wrapper + reuse-table
+#      lookup), from callgrind: MPI_Send inclusive minus PMPI_Send inside it.
+#   3. Reuse-table lookup cost with 10^2 .. 10^6 tracked buffers: ns and
+#      instructions per lookup.
+# Output lines start with a keyword (pingpong, send_instructions, table)
+# followed by key=value pairs; a summary with the targets closes it.
+set -euo pipefail
+mpi=${1:-openmpi}
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+lib=$top/build/$mpi/libhotbuf.so
+tools=$top/build/$mpi/tools
+work=$(mktemp -d /tmp/hotbuf-bench.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+case $mpi in
+    openmpi) launch="mpiexec.openmpi -n 2" ;;
+    mpich) launch="mpiexec.mpich -n 2" ;;
+esac
+
+echo "== 1. ping-pong, $mpi, 2 ranks: PMPI_Send (plain) vs MPI_Send (hotbuf tracking)"
+HOTBUF_REPORT=off timeout 600 tools/hotbuf-run --mpi=$mpi -- $launch "$tools/bench-pingpong" \
+    ${BENCH_ITERS:-2000} | tee "$work/pp.txt"
+echo "   (sanity: the same binary without hotbuf, both columns take the plain path)"
+timeout 600 $launch "$tools/bench-pingpong" ${BENCH_ITERS:-2000} | sed 's/^/   /' | grep pingpong | head -3
+
+echo "== 2. instructions per intercepted MPI_Send (callgrind, 1 rank, 10000 sends of 1 KiB to self)"
+calls=10000
+timeout 600 valgrind --tool=callgrind --trace-children=yes --callgrind-out-file="$work/cg.%p" \
+    env LD_PRELOAD="$lib" HOTBUF_REPORT=off "$tools/bench-send1" $calls >/dev/null 2>&1
+cg=$(ls -S "$work"/cg.* | head -1)
+callgrind_annotate --inclusive=yes "$cg" >"$work/cg.txt" 2>/dev/null
+# Inclusive cost as seen from the caller ("=> file:FUNC (10,000x)"): that
+# counts the code of the wrapper inlined from other files too.
+incl() { grep -E "=> .*[:]$1 \($calls" "$work/cg.txt" | head -1 | awk '{gsub(",","",$1); print $1}'; }
+send=$(incl MPI_Send) psend=$(incl PMPI_Send)
+per_call=$(( (send - psend) / calls ))
+echo "send_instructions per_call=$per_call mpi_send_inclusive=$send pmpi_send_inclusive=$psend calls=$calls"
+
+echo "== 3. reuse-table lookup cost vs tracked buffers (2^20 buckets)"
+for n in 100 1000 10000 100000 1000000; do
+    line=$(build/tools/bench-table $n 2000000)
+    timeout 600 valgrind --tool=callgrind --callgrind-out-file="$work/tb.$n" \
+        --toggle-collect=bench_lookups build/tools/bench-table $n 100000 >/dev/null 2>&1
+    ir=$(callgrind_annotate "$work/tb.$n" 2>/dev/null | awk '/PROGRAM TOTALS/ {gsub(",","",$1); print $1}')
+    echo "$line instructions_per_lookup=$(awk -v i="$ir" 'BEGIN{printf "%.1f", i/100000}')"
+done | tee "$work/table.txt"
+
+echo "== summary"
+awk '/^pingpong/ { split($0, f, "ratio="); r = f[2] + 0; if (r > max) max = r; sum += r; n++ }
+     END { printf "pingpong ratio: mean %.4f, worst %.4f (target <= 1.02)\n", sum / n, max }' "$work/pp.txt"
+echo "instructions per MPI_Send: $per_call (target <= 150)"
+awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+       if (NR == 1) { n0 = v["ns_per_lookup"]; i0 = v["instructions_per_lookup"] }
+       n1 = v["ns_per_lookup"]; i1 = v["instructions_per_lookup"] }
+     END { printf "table lookup 10^6 vs 10^2 buffers: instructions x%.2f, time x%.2f (target: flat)\n",
+           i1 / i0, n1 / n0 }' "$work/table.txt"
