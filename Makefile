@@ -34,7 +34,7 @@ HEADERS  := $(wildcard shim/*.h shim/*.def pmpi/*.def regcache/*.h)
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
 
-.PHONY: all all-mpi test test-unit test-mpi bench demo deps clean
+.PHONY: all all-mpi test bench demo deps clean print-mpi
 all: $(LIB)
 
 all-mpi:
@@ -92,6 +92,9 @@ tools: $(LIB) $(TOOLS_BIN) build/tools/bench-table
 deps:
 	@scripts/install-deps.sh
 
+print-mpi:
+	@echo $(MPI)
+
 test: deps
 	@tests/run-tests.sh
 
@@ -99,9 +102,8 @@ bench: deps
 	@$(MAKE) --no-print-directory MPI=$(MPI) tools
 	@tools/bench/run-bench.sh $(MPI)
 
-demo: deps
-	@$(MAKE) --no-print-directory MPI=$(MPI) tools
-	tools/hotbuf-run -- mpiexec.$(MPI) -n 4 $(BUILD)/tools/hotbuf-demo
+demo:
+	@scripts/demo.sh
 
 clean:
 	rm -rf build

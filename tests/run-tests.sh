@@ -5,6 +5,9 @@
 # tests also check the JSON report against the program's known traffic.
 # Ends with "N passed, N failed".
 #   TESTS_FILTER=regex   run only tests whose name matches
+#   TESTS_KEEP=1         keep the logs (their folder is printed)
+#   TESTS_NO_VM=1        skip the soft-RoCE guest (quick local runs only;
+#                        CI always runs it)
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -103,6 +106,21 @@ done
 
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
+
+# ---- verbs tests, in the soft-RoCE guest -------------------------------------------
+# The guest boots the Debian kernel under TCG (about a minute in all); its
+# PASS/FAIL lines join this run's count.
+if selected rdma/ && [ -z "${TESTS_NO_VM:-}" ]; then
+    timeout 1500 scripts/rxe-vm.sh tests/rdma/run-in-guest.sh >"$work/rdma.log" 2>&1
+    rc=$?
+    grep -E '^(PASS|FAIL|    \|)' "$work/rdma.log"
+    p=$(grep -c '^PASS ' "$work/rdma.log") f=$(grep -c '^FAIL ' "$work/rdma.log")
+    passed=$((passed + p)) failed=$((failed + f))
+    [ "$f" -gt 0 ] && failures="$failures rdma/*"
+    if ! grep -q '^rdma: ' "$work/rdma.log"; then
+        fail rdma/guest "the soft-RoCE guest did not complete (exit $rc)" "$work/rdma.log"
+    fi
+fi
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"
