@@ -21,6 +21,7 @@ struct hb_site {
     uint8_t depth;
     uint8_t op;                       /* operation class of its first call */
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+    uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL */
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit
@@ -37,7 +38,6 @@ struct hb_sites {
     uint32_t count;          /* ids in use, including <other> */
     uint32_t max;            /* capacity of site[] */
     int depth;               /* frames per site; 0 = sites off */
-    uint64_t overflow_calls; /* calls whose site did not fit */
 };
 
 int hb_sites_init(struct hb_sites *s, int depth, uint32_t max_sites);

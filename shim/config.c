@@ -112,7 +112,7 @@ static void store(struct hb_config *cfg, const struct hb_var_desc *d, double v, 
 static void describe_range(const struct hb_var_desc *d, char *buf, size_t len)
 {
     switch (d->type) {
-    case HB_VAR_BOOL: snprintf(buf, len, "0 or 1"); return;
+    case HB_VAR_BOOL: snprintf(buf, len, "0 or 1 (or no/yes, off/on, false/true)"); return;
     case HB_VAR_ENUM: snprintf(buf, len, "off, text, json or both"); return;
     case HB_VAR_SIZE:
         snprintf(buf, len, "a byte count (suffix K, M or G allowed) in %.0f..%.0f", d->min, d->max);

@@ -47,7 +47,7 @@ int hb_config_load(struct hb_config *cfg, const char *(*getenv_fn)(const char *)
 void hb_config_format(const struct hb_config *cfg, const struct hb_var_desc *d,
                       char *buf, size_t len);
 
-/* 1 if the variable was set in the environment to a valid non-default value. */
+/* 1 if the variable's value in cfg equals its default (0: the user changed it). */
 int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *d);
 
 #endif

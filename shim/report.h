@@ -50,6 +50,7 @@ struct hb_site_summary {
     char name[HB_NAME_LEN];
     uint32_t op, ranks;               /* ranks: how many ranks have this site */
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+    uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL: no buffer */
     uint64_t buffers, hot_buffers, max_reuse;
     double saving_ns;
     uint32_t ntop, pad;
@@ -71,7 +72,8 @@ struct hb_report {
     struct hb_class_report cls[HB_OP_COUNT];
     uint64_t entries_total, entries_max, hot_entries_total, memory_max, max_chain;
     uint32_t ranks_adapted, ranks_full;         /* ranks whose table stopped growing */
-    uint64_t stopped_after_calls_min, stopped_after_entries_min;
+    /* Earliest stop over the ranks, per reason ([0] adapted, [1] full). */
+    uint64_t stopped_after_calls_min[2], stopped_after_entries_min[2];
     uint64_t sites_total, site_overflow_calls;
     struct hb_site_summary *sites;              /* merged, by calls descending */
     size_t nsites;
@@ -105,5 +107,6 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
 /* Reuse percentage: calls on an already seen buffer, of the calls that
  * named a buffer (zero-byte and MPI_PROC_NULL calls name none). */
 double hb_reuse_pct(const struct hb_class_summary *c);
+double hb_site_reuse_pct(const struct hb_site_summary *s);
 
 #endif

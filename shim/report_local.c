@@ -163,6 +163,7 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
         a->reuse_calls = s->reuse_calls;
         a->hot_calls = s->hot_calls;
         a->untracked_calls = s->untracked_calls;
+        a->empty_calls = s->empty_calls;
         if (ids[i] == HB_SITE_OTHER)
             snprintf(a->name, HB_NAME_LEN, "<other call sites>");
         else
@@ -195,7 +196,9 @@ int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, i
     hb_table_foreach(&t->table, visit_entry, &w);
     top_sizes(&w);
     free(w.sizes);
-    rs->site_overflow_calls = t->sites.count ? t->sites.site[HB_SITE_OTHER].calls : 0;
+    /* Site 0 collects the calls past HOTBUF_MAX_SITES, and every call when
+     * sites are off: only the former is an overflow. */
+    rs->site_overflow_calls = t->sites.depth > 0 ? t->sites.site[HB_SITE_OTHER].calls : 0;
     rs->nsites = t->sites.count ? pick_sites(&t->sites, w.site_agg, max_sites) : 0;
     *out_sites = w.site_agg;
     return 0;

@@ -6,11 +6,18 @@
 
 #include "report.h"
 #include "report_local.h"
+#include "reuse_table.h"
 
 double hb_reuse_pct(const struct hb_class_summary *c)
 {
     uint64_t named = c->calls - c->zero_calls - c->proc_null_calls;
     return named ? 100.0 * (double)c->reuse_calls / (double)named : 0.0;
+}
+
+double hb_site_reuse_pct(const struct hb_site_summary *s)
+{
+    uint64_t named = s->calls - s->empty_calls;
+    return named ? 100.0 * (double)s->reuse_calls / (double)named : 0.0;
 }
 
 static void add_counters(struct hb_class_summary *to, const struct hb_class_summary *c)
@@ -90,15 +97,13 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
     r->site_overflow_calls += rs->site_overflow_calls;
     if (!rs->stopped)
         return;
-    int first_stop = r->ranks_adapted + r->ranks_full == 0;
-    if (rs->stopped == 1)
-        r->ranks_adapted++;
-    else
-        r->ranks_full++;
-    if (first_stop || rs->stopped_after_calls < r->stopped_after_calls_min)
-        r->stopped_after_calls_min = rs->stopped_after_calls;
-    if (first_stop || rs->stopped_after_entries < r->stopped_after_entries_min)
-        r->stopped_after_entries_min = rs->stopped_after_entries;
+    int why = rs->stopped == HB_STOP_ADAPTED ? 0 : 1;
+    uint32_t *count = why == 0 ? &r->ranks_adapted : &r->ranks_full;
+    if (*count == 0 || rs->stopped_after_calls < r->stopped_after_calls_min[why])
+        r->stopped_after_calls_min[why] = rs->stopped_after_calls;
+    if (*count == 0 || rs->stopped_after_entries < r->stopped_after_entries_min[why])
+        r->stopped_after_entries_min[why] = rs->stopped_after_entries;
+    (*count)++;
 }
 
 static int cmp_site_key(const void *a, const void *b)
@@ -126,6 +131,7 @@ static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *
     to->reuse_calls += s->reuse_calls;
     to->hot_calls += s->hot_calls;
     to->untracked_calls += s->untracked_calls;
+    to->empty_calls += s->empty_calls;
     to->buffers += s->buffers;
     to->hot_buffers += s->hot_buffers;
     to->saving_ns += s->saving_ns;

@@ -88,12 +88,11 @@ static void text_sites(FILE *out, const struct hb_report *r)
             "hot%", "buffers", "max reuse", "est. saving", "site");
     for (size_t i = 0; i < r->nsites; i++) {
         const struct hb_site_summary *s = &r->sites[i];
-        uint64_t named = s->calls;
-        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %12s  %s%s\n", i + 1,
-                hb_op_name(s->op), (unsigned long long)s->calls, pct(s->reuse_calls, named),
+        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %12s  %s\n", i + 1,
+                hb_op_name(s->op), (unsigned long long)s->calls, hb_site_reuse_pct(s),
                 pct(s->hot_calls, s->calls), (unsigned long long)s->buffers,
                 (unsigned long long)s->max_reuse, human_time(s->saving_ns, b1, sizeof(b1)),
-                s->name, s->ranks > 1 ? "" : "");
+                s->name);
         for (uint32_t k = 0; k < s->ntop; k++)
             fprintf(out, "%s rank %d 0x%llx %s x%llu%s", k ? "," : "      buffers:", s->top[k].rank,
                     (unsigned long long)s->top[k].addr,
@@ -116,13 +115,13 @@ static void text_table(FILE *out, const struct hb_report *r, const struct hb_rep
         fprintf(out, "  table stopped growing on %u rank(s) by adaptation (under %g%% hot, a chain "
                      "of %d) after %llu buffers / %llu calls\n",
                 r->ranks_adapted, ctx->cfg->adapt_hot_pct, ctx->cfg->adapt_chain,
-                (unsigned long long)r->stopped_after_entries_min,
-                (unsigned long long)r->stopped_after_calls_min);
+                (unsigned long long)r->stopped_after_entries_min[0],
+                (unsigned long long)r->stopped_after_calls_min[0]);
     if (r->ranks_full)
         fprintf(out, "  table stopped growing on %u rank(s) at its limit of %llu buffers "
                      "(HOTBUF_TABLE_MAX_ENTRIES) after %llu calls\n",
                 r->ranks_full, (unsigned long long)ctx->cfg->table_max,
-                (unsigned long long)r->stopped_after_calls_min);
+                (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
@@ -228,7 +227,7 @@ static void json_site(FILE *out, const struct hb_site_summary *s)
             "\"max_reuse\": %llu, \"estimated_saving_us\": %.3f, \"top_buffers\": [",
             hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
             (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
-            pct(s->reuse_calls, s->calls), (unsigned long long)s->hot_calls,
+            hb_site_reuse_pct(s), (unsigned long long)s->hot_calls,
             (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
             (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
             s->saving_ns / 1e3);
@@ -248,12 +247,14 @@ static void json_table(FILE *out, const struct hb_report *r)
             "{\"buffers\": %llu, \"hot_buffers\": %llu, \"max_buffers_per_rank\": %llu, "
             "\"memory_bytes_per_rank_max\": %llu, \"longest_chain\": %llu, "
             "\"ranks_stopped_adapted\": %u, \"ranks_stopped_full\": %u, "
-            "\"stopped_after_calls_min\": %llu, \"stopped_after_buffers_min\": %llu}",
+            "\"adapted_after_calls_min\": %llu, \"adapted_after_buffers_min\": %llu, "
+            "\"full_after_calls_min\": %llu}",
             (unsigned long long)r->entries_total, (unsigned long long)r->hot_entries_total,
             (unsigned long long)r->entries_max, (unsigned long long)r->memory_max,
             (unsigned long long)r->max_chain, r->ranks_adapted, r->ranks_full,
-            (unsigned long long)r->stopped_after_calls_min,
-            (unsigned long long)r->stopped_after_entries_min);
+            (unsigned long long)r->stopped_after_calls_min[0],
+            (unsigned long long)r->stopped_after_entries_min[0],
+            (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
 static void json_cost(FILE *out, const struct hb_report_context *ctx)

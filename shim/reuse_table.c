@@ -84,8 +84,6 @@ struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t cha
         stop_growing(t, HB_STOP_FULL);
         return NULL;
     }
-    if (chain_len + 1 > t->max_chain)
-        t->max_chain = chain_len + 1;
     if (should_adapt(t)) {
         stop_growing(t, HB_STOP_ADAPTED);
         return NULL;
@@ -95,6 +93,8 @@ struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t cha
         stop_growing(t, HB_STOP_FULL);
         return NULL;
     }
+    if (chain_len + 1 > t->max_chain)
+        t->max_chain = chain_len + 1;
     uint64_t b = hb_table_bucket(t, key);
     e->key = key;
     e->next = t->buckets[b];

@@ -38,7 +38,7 @@ struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key, uint32_t
 {
     int was_growing = !t->table.stopped;
     struct hb_entry *e = hb_table_insert(&t->table, key, chain);
-    if (!e && was_growing)
-        t->calls_when_stopped = hb_tracker_calls(t);
+    if (!e && was_growing) /* the current call is already counted: not before the stop */
+        t->calls_when_stopped = hb_tracker_calls(t) - 1;
     return e;
 }

@@ -95,6 +95,7 @@ static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op, in
 {
     t->cls[op].calls++;
     t->sites.site[site_id].calls++;
+    t->sites.site[site_id].empty_calls++;
     if (proc_null)
         t->cls[op].proc_null_calls++;
     else

@@ -212,6 +212,7 @@ static void test_valid(void)
     CHECK(cfg.hash_bits == 12);
     expect_valid("HOTBUF_THRESHOLD", "2147483647", "2147483647");
     expect_valid("HOTBUF_CALLSITE_DEPTH", "0", "0");
+    expect_valid("HOTBUF_MAX_SITES", "65535", "65535"); /* site ids are 16 bits */
 
     /* size, with binary suffixes in either case */
     expect_valid("HOTBUF_EAGER_LIMIT", "8K", "8192");
@@ -220,9 +221,14 @@ static void test_valid(void)
     expect_valid("HOTBUF_EAGER_LIMIT", "1G", "1073741824");
     expect_valid("HOTBUF_EAGER_LIMIT", "4096", "4096");
     expect_valid("HOTBUF_MIN_SIZE", "0", "0");
+    expect_valid("HOTBUF_MIN_SIZE", "1K", "1024");
+    expect_valid("HOTBUF_MIN_SIZE", "2KiB", "2048");
+    load_one("HOTBUF_EAGER_LIMIT", "64K", &cfg, &w);
+    CHECK_EQ_U64(cfg.eager_limit, 65536);
+    /* an entry count: a plain integer */
     expect_valid("HOTBUF_TABLE_MAX_ENTRIES", "16", "16");
-    expect_valid("HOTBUF_TABLE_MAX_ENTRIES", "256M", "268435456");
-    load_one("HOTBUF_TABLE_MAX_ENTRIES", "1M", &cfg, &w);
+    expect_valid("HOTBUF_TABLE_MAX_ENTRIES", "268435456", "268435456");
+    load_one("HOTBUF_TABLE_MAX_ENTRIES", "1048576", &cfg, &w);
     CHECK_EQ_U64(cfg.table_max, 1048576);
 
     /* double */
@@ -335,12 +341,16 @@ static void test_invalid(void)
     expect_invalid("HOTBUF_THRESHOLD", "2147483648", "0..2147483647");
     expect_invalid("HOTBUF_THRESHOLD", "-1", "0..2147483647");
     expect_invalid("HOTBUF_ADAPT_CHAIN", "1", "2..1000000");
-    /* size */
+    expect_invalid("HOTBUF_MAX_SITES", "65536", "16..65535");
     expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "8", "16..268435456");
-    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "1.5", "16..268435456");
-    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "8Q", "16..268435456");
-    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "8KX", "16..268435456");
-    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "1G", "16..268435456");
+    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "268435457", "16..268435456");
+    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "1M", "16..268435456"); /* a count, not a size */
+    /* size */
+    expect_invalid("HOTBUF_MIN_SIZE", "1.5", "0..1073741824");
+    expect_invalid("HOTBUF_MIN_SIZE", "8Q", "0..1073741824");
+    expect_invalid("HOTBUF_MIN_SIZE", "8KX", "0..1073741824");
+    expect_invalid("HOTBUF_MIN_SIZE", "-1", "0..1073741824");
+    expect_invalid("HOTBUF_MIN_SIZE", "1.5K1", "0..1073741824");
     expect_invalid("HOTBUF_EAGER_LIMIT", "2G", "1..1073741824");
     expect_invalid("HOTBUF_EAGER_LIMIT", "0", "1..1073741824");
     expect_invalid("HOTBUF_EAGER_LIMIT", "lots", "1..1073741824");
@@ -393,7 +403,7 @@ static const struct {
 } non_defaults[] = {
     {"HOTBUF_ENABLE", "0"},
     {"HOTBUF_HASH_BITS", "18"},
-    {"HOTBUF_TABLE_MAX_ENTRIES", "1M"},
+    {"HOTBUF_TABLE_MAX_ENTRIES", "1048576"},
     {"HOTBUF_MIN_SIZE", "64"},
     {"HOTBUF_EAGER_LIMIT", "12K"},
     {"HOTBUF_SPECULATIVE", "0.5"},
@@ -529,8 +539,9 @@ static void test_readme(void)
             named[i] = 1;
             char formatted[256];
             hb_config_format(&def, d, formatted, sizeof(formatted));
-            /* An empty default has nothing to show; the name suffices. */
-            if (!d->def[0] || has_token(line, d->def) || has_token(line, formatted))
+            /* An empty default is written as "(empty)", "" or "unset". */
+            if (!d->def[0] ? strstr(line, "empty") || strstr(line, "\"\"") || strstr(line, "unset")
+                           : has_token(line, d->def) || has_token(line, formatted))
                 with_default[i] = 1;
         }
     }

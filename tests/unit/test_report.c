@@ -381,6 +381,48 @@ static void test_local(void)
     hb_tracker_destroy(&t);
 }
 
+/* Most frequent sizes are ordered by calls, not by size, and capped at
+ * HB_TOP_SIZES. */
+static void test_local_sizes(void)
+{
+    struct hb_tracker t;
+    struct hb_table_params p = {.bits = 12, .max_entries = 1000};
+    struct hb_threshold_params fixed = {.speculative = 0.25, .min_size = 128,
+                                        .eager_limit = 8192, .fixed = 100};
+    struct hb_costmodel m = model();
+    CHECK(hb_tracker_init(&t, &p, 1, 64, &fixed, &m) == 0);
+    /* size x uses: 32 x1, 64 x2, 512 x6, 2048 x(2+1) on two buffers, 4096 x4 */
+    static const struct { uintptr_t addr; uint64_t size; int uses; } bufs[] = {
+        {0x10000, 32, 1}, {0x20000, 64, 2}, {0x30000, 512, 6}, {0x40000, 2048, 2},
+        {0x50000, 2048, 1}, {0x60000, 4096, 4},
+    };
+    for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
+        for (int k = 0; k < bufs[i].uses; k++) {
+            struct hb_use u = {(void *)bufs[i].addr, bufs[i].size, bufs[i].size};
+            hb_tracker_record(&t, HB_OP_GET, &u, HB_SITE_OTHER);
+        }
+    struct hb_rank_summary rs;
+    struct hb_site_summary *sites = NULL;
+    CHECK(hb_report_local(&t, &m, 0, 10, 3, &rs, &sites) == 0);
+    const struct hb_class_summary *c = &rs.cls[HB_OP_GET];
+    static const uint64_t want_size[HB_TOP_SIZES] = {512, 4096, 2048, 64};
+    static const uint64_t want_calls[HB_TOP_SIZES] = {6, 4, 3, 2};
+    for (int k = 0; k < HB_TOP_SIZES; k++) {
+        CHECK_EQ_U64(c->top_size[k], want_size[k]);
+        CHECK_EQ_U64(c->top_size_calls[k], want_calls[k]);
+    }
+    CHECK_EQ_U64(c->buffers, 6);
+    CHECK_EQ_U64(c->max_reuse, 6);
+    CHECK_EQ_U64(c->hot_buffers, 0);
+    CHECK(c->saving_ns == 0);
+    /* calls without a site are listed as <other call sites> */
+    CHECK_EQ_U64(rs.nsites, 1);
+    if (rs.nsites == 1 && sites)
+        CHECK(!strcmp(sites[0].name, "<other call sites>") && sites[0].calls == 16);
+    free(sites);
+    hb_tracker_destroy(&t);
+}
+
 /* ---- merging three synthetic ranks ------------------------------------------------- */
 
 static void set_top(struct hb_class_summary *c, int n, const uint64_t *size, const uint64_t *calls)
@@ -433,7 +475,7 @@ static void synthetic(struct synthetic *y)
                                    .hot_calls = 20, .untracked_calls = 1, .zero_calls = 5,
                                    .proc_null_calls = 5, .buffers = 30, .hot_buffers = 2,
                                    .max_reuse = 50, .saving_ns = 1000, .lookup_ns = 1800};
-    set_top(c, 2, (uint64_t[]){1024, 64}, (uint64_t[]){70, 20});
+    set_top(c, 4, (uint64_t[]){1024, 64, 8, 4}, (uint64_t[]){67, 20, 2, 1});
     c = &y->rs[1].cls[HB_OP_SEND];
     *c = (struct hb_class_summary){.calls = 200, .bytes = 300000, .reuse_calls = 150,
                                    .hot_calls = 100, .proc_null_calls = 10, .buffers = 40,
@@ -501,9 +543,10 @@ static void test_merge(void)
     CHECK_EQ_U64(s->freq_size_min, 64);
     CHECK_EQ_U64(s->freq_size_max, 1024);
     CHECK(close_to(s->freq_size_avg, (1024 + 256 + 64) / 3.0));
-    /* merged top sizes: 256 x150, 1024 x(70+40+10), 64 x(20+40), 32 x5; 16 x3 does not fit */
+    /* merged top sizes: 256 x150 (pushes out rank 0's 4 x1), 1024 x(67+40+10),
+     * 64 x(20+40), 32 x5 (pushes out 8 x2); 16 x3 does not fit */
     static const uint64_t want_size[HB_TOP_SIZES] = {256, 1024, 64, 32};
-    static const uint64_t want_calls[HB_TOP_SIZES] = {150, 120, 60, 5};
+    static const uint64_t want_calls[HB_TOP_SIZES] = {150, 117, 60, 5};
     for (int k = 0; k < HB_TOP_SIZES; k++) {
         CHECK_EQ_U64(s->sum.top_size[k], want_size[k]);
         CHECK_EQ_U64(s->sum.top_size_calls[k], want_calls[k]);
@@ -527,8 +570,12 @@ static void test_merge(void)
     CHECK_EQ_U64(r.max_chain, 4);
     CHECK_EQ_U64(r.ranks_adapted, 1);
     CHECK_EQ_U64(r.ranks_full, 1);
-    CHECK_EQ_U64(r.stopped_after_calls_min, 300);
-    CHECK_EQ_U64(r.stopped_after_entries_min, 16);
+    /* per reason: rank 2 adapted after 40 buffers / 300 calls, rank 1 filled
+     * up after 16 buffers / 500 calls */
+    CHECK_EQ_U64(r.stopped_after_calls_min[0], 300);
+    CHECK_EQ_U64(r.stopped_after_entries_min[0], 40);
+    CHECK_EQ_U64(r.stopped_after_calls_min[1], 500);
+    CHECK_EQ_U64(r.stopped_after_entries_min[1], 16);
     CHECK_EQ_U64(r.sites_total, 14);
     CHECK_EQ_U64(r.site_overflow_calls, 11);
 
@@ -579,7 +626,7 @@ static void test_merge(void)
     CHECK(HAS(line, " 6.0 us"));
     line_of(text, "put ", line, sizeof(line));
     CHECK(HAS(line, " 7 ") && HAS(line, " 4-4 (4) ") && HAS(line, " 2048-2048 (2048) "));
-    CHECK(HAS(text, "  send sizes: 256 B x150, 1.0 KiB x120, 64 B x60, 32 B x5; 7 zero-byte, "
+    CHECK(HAS(text, "  send sizes: 256 B x150, 1.0 KiB x117, 64 B x60, 32 B x5; 7 zero-byte, "
                     "15 to MPI_PROC_NULL, 5 untracked"));
     CHECK(HAS(text, "call sites (busiest 4 of 14"));
     line_of(text, "  1 send ", line, sizeof(line));
@@ -620,7 +667,7 @@ static void test_merge(void)
     CHECK(HAS(json, "\"max_reuse\": {\"min\": 10, \"max\": 120, \"avg\": 60.00}"));
     CHECK(HAS(json, "\"most_frequent_size\": {\"min\": 64, \"max\": 1024, \"avg\": 448.00}"));
     CHECK(HAS(json, "\"top_sizes\": [{\"size\": 256, \"calls\": 150}, {\"size\": 1024, \"calls\": "
-                    "120}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}]"));
+                    "117}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}]"));
     CHECK(HAS(json, "\"estimated_saving_us\": 6.000, \"lookup_overhead_us\": 7.160"));
     CHECK(HAS(json, "\"name\": \"main (a.c:10)\", \"op\": \"send\", \"ranks\": 3, \"calls\": 270"));
     CHECK(HAS(json, "{\"rank\": 1, \"address\": \"0xb0\", \"size\": 1024, \"uses\": 120, "
@@ -709,6 +756,7 @@ int main(void)
 {
     test_json_validator();
     test_local();
+    test_local_sizes();
     test_merge();
     test_reuse_pct();
     test_top_buffers();
