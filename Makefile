@@ -3,7 +3,9 @@
 #   make                      library for the MPI behind `mpicc` -> build/<mpi>/libhotbuf.so
 #   make MPI=mpich            ... for MPICH (MPI=openmpi for Open MPI); both can coexist
 #   make all-mpi              both flavours
-#   make test                 unit tests + Open MPI and MPICH integration tests
+#   make test                 unit tests, Open MPI and MPICH integration tests, and
+#                             the verbs tests in the soft-RoCE guest
+#   make test-rdma            the verbs tests alone
 #   make bench                pass-through overhead benchmarks (not timed tests)
 #   make demo                 run the bundled demo under hotbuf
 
@@ -34,7 +36,7 @@ HEADERS  := $(wildcard shim/*.h shim/*.def pmpi/*.def regcache/*.h)
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
 
-.PHONY: all all-mpi test bench demo deps clean print-mpi
+.PHONY: all all-mpi test test-rdma bench demo deps clean print-mpi
 all: $(LIB)
 
 all-mpi:
@@ -97,6 +99,11 @@ print-mpi:
 
 test: deps
 	@tests/run-tests.sh
+
+# The verbs tests alone, in the soft-RoCE guest (make test runs them too).
+test-rdma: deps
+	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
+	@scripts/rxe-vm.sh tests/rdma/run-in-guest.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory MPI=$(MPI) tools

@@ -1,5 +1,9 @@
 /* C bindings: generated from c_wrappers.def, plus the life-cycle calls. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
 
 #include "../shim/runtime.h"
 #include "../shim/track_mpi.h"
@@ -28,12 +32,39 @@
 
 #include "c_wrappers.def"
 
-/* Life cycle: the runtime hooks are idempotent because Fortran bindings may
- * reach PMPI_Init without passing here, or pass here from inside the
- * Fortran wrapper. */
-HB_EXPORT int MPI_Init(int *argc, char ***argv)
+/* Life cycle.  hotbuf defines PMPI_Init, PMPI_Init_thread and
+ * PMPI_Finalize themselves, forwarding to the MPI library's through
+ * dlsym(RTLD_NEXT): the Fortran bindings (Open MPI's mpif.h and mpi_f08,
+ * MPICH's mpi_f08) call these PMPI_ entry points directly, so a hook in
+ * MPI_Init alone would never run for them.  The MPI_ names forward to the
+ * PMPI_ ones so that C programs take the same path. */
+static void *mpi_library_symbol(const char *name)
 {
-    int rc = PMPI_Init(argc, argv), provided = MPI_THREAD_SINGLE;
+    void *fn = dlsym(RTLD_NEXT, name);
+    if (!fn) {
+        fprintf(stderr, "hotbuf: %s not found in the MPI library; aborting\n", name);
+        abort();
+    }
+    return fn;
+}
+
+static int init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    static int (*next)(int *, char ***, int, int *);
+    if (!next)
+        next = (int (*)(int *, char ***, int, int *))mpi_library_symbol("PMPI_Init_thread");
+    int rc = next(argc, argv, required, provided);
+    if (rc == MPI_SUCCESS)
+        hb_runtime_after_init(*provided);
+    return rc;
+}
+
+static int init(int *argc, char ***argv)
+{
+    static int (*next)(int *, char ***);
+    if (!next)
+        next = (int (*)(int *, char ***))mpi_library_symbol("PMPI_Init");
+    int rc = next(argc, argv), provided = MPI_THREAD_SINGLE;
     if (rc == MPI_SUCCESS) {
         PMPI_Query_thread(&provided);
         hb_runtime_after_init(provided);
@@ -41,19 +72,27 @@ HB_EXPORT int MPI_Init(int *argc, char ***argv)
     return rc;
 }
 
-HB_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+static int finalize(void)
 {
-    int rc = PMPI_Init_thread(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
-        hb_runtime_after_init(*provided);
-    return rc;
+    static int (*next)(void);
+    if (!next)
+        next = (int (*)(void))mpi_library_symbol("PMPI_Finalize");
+    hb_runtime_before_finalize();
+    return next();
 }
 
-HB_EXPORT int MPI_Finalize(void)
+HB_EXPORT int PMPI_Init(int *argc, char ***argv) { return init(argc, argv); }
+HB_EXPORT int MPI_Init(int *argc, char ***argv) { return init(argc, argv); }
+HB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 {
-    hb_runtime_before_finalize();
-    return PMPI_Finalize();
+    return init_thread(argc, argv, required, provided);
 }
+HB_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+    return init_thread(argc, argv, required, provided);
+}
+HB_EXPORT int PMPI_Finalize(void) { return finalize(); }
+HB_EXPORT int MPI_Finalize(void) { return finalize(); }
 
 HB_EXPORT int MPI_Abort(MPI_Comm comm, int code)
 {

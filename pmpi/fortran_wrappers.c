@@ -113,34 +113,8 @@ static void *next_symbol(const char *name)
 
 #include "fortran_wrappers.def"
 
-/* Life cycle (see c_wrappers.c): run the hooks whatever the nesting. */
-HB_EXPORT void mpi_init_(P1)
-{
-    HB_F_NEXT(init, 1);
-    HB_F_CALL(1);
-    int provided = MPI_THREAD_SINGLE;
-    if (FI(a1) == MPI_SUCCESS && PMPI_Query_thread(&provided) == MPI_SUCCESS)
-        hb_runtime_after_init(provided);
-}
-HB_F_ALIASES(init, INIT, 1)
-
-HB_EXPORT void mpi_init_thread_(P3)
-{
-    HB_F_NEXT(init_thread, 3);
-    HB_F_CALL(3);
-    if (FI(a3) == MPI_SUCCESS)
-        hb_runtime_after_init(FI(a2));
-}
-HB_F_ALIASES(init_thread, INIT_THREAD, 3)
-
-HB_EXPORT void mpi_finalize_(P1)
-{
-    HB_F_NEXT(finalize, 1);
-    hb_runtime_before_finalize();
-    HB_F_CALL(1);
-}
-HB_F_ALIASES(finalize, FINALIZE, 1)
-
+/* Init and finalize need no Fortran wrapper: every binding ends in
+ * PMPI_Init* / PMPI_Finalize, which hotbuf interposes (c_wrappers.c). */
 HB_EXPORT void mpi_abort_(P3)
 {
     HB_F_NEXT(abort, 3);

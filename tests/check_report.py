@@ -104,6 +104,14 @@ def check_fortran(r, n, text):
     expect("fortran allgather calls", r["classes"]["allgather"]["calls"], n)
 
 
+def check_f08(r, n, text):
+    """tests/mpi/fortran_f08.f90: 50 sends of one 1 KiB buffer through mpi_f08."""
+    s = r["classes"]["send"]
+    expect("f08 send calls", s["calls"], 50 * n)
+    expect("f08 send buffers", s["buffers"], n)
+    expect("f08 send top size", s["top_sizes"], [{"size": 1024, "calls": 50 * n}])
+
+
 def check_threads(r, n, text):
     """tests/mpi/thread_multiple.c: 2 threads x 500 sends per rank."""
     expect("thread level", r["thread_level"].split()[0], "multiple")
@@ -139,7 +147,7 @@ def check_any(r, n, text):
     expect_true("some calls", sum(c["calls"] for c in r["classes"].values()) > 0)
 
 
-CHECKS = {"reuse_known": check_reuse_known, "fortran": check_fortran, "threads": check_threads,
+CHECKS = {"reuse_known": check_reuse_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
           "adapted": check_adapted, "full": check_full, "any": check_any}
 
 

@@ -96,6 +96,7 @@ for mpi in openmpi mpich; do
         run_pair "$mpi/np$n/rma_patterns" $mpi $n any rma_patterns
         run_pair "$mpi/np$n/allgather_patterns" $mpi $n any allgather_patterns
         run_pair "$mpi/np$n/fortran_send" $mpi $n fortran fortran_send
+        run_pair "$mpi/np$n/fortran_f08" $mpi $n f08 fortran_f08
     done
     run_pair "$mpi/np2/thread_multiple" $mpi 2 threads thread_multiple
     HOTBUF_HASH_BITS=10 run_pair "$mpi/np2/many_buffers_adapt" $mpi 2 adapted many_buffers
