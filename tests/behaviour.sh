@@ -75,7 +75,9 @@ behaviour_abort() { # MPI_Abort: same exit status as without hotbuf, no hang, no
     local a b; a=$(cat "$d/plain.rc") b=$(cat "$d/hb.rc")
     if [ "$b" = 124 ] || grep -qiE 'segmentation|core dumped' "$d/hb.err"; then
         fail "$mpi/abort" "hung or crashed (exit $b)" "$d/hb.err"
-    elif [ "$a" != "$b" ] || [ "$a" = 0 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+    elif [ "$a" != "$b" ] || [ "$a" = 0 ]; then
+        # stdout is not compared: Hydra may drop the aborting rank's last
+        # output whether hotbuf is there or not
         fail "$mpi/abort" "exit $b with hotbuf, $a without" "$d/hb.err"
     else
         pass "$mpi/abort"
