@@ -31,8 +31,8 @@ CORE_SRC := shim/config.c shim/reuse_table.c shim/costmodel.c shim/callsite.c \
             shim/symbolize.c shim/tracker.c shim/calibrate.c shim/regcost.c \
             shim/report_local.c shim/report_merge.c shim/report_render.c
 MPI_SRC  := shim/runtime.c shim/track_mpi.c shim/persist.c shim/report_mpi.c \
-            pmpi/c_wrappers.c pmpi/fortran_wrappers.c
-HEADERS  := $(wildcard shim/*.h shim/*.def pmpi/*.def regcache/*.h)
+            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c
+HEADERS  := $(wildcard shim/*.h shim/*.def pmpi/*.h pmpi/*.def regcache/*.h)
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
 
@@ -55,7 +55,7 @@ UNIT_SRC   := $(wildcard tests/unit/test_*.c)
 UNIT_BIN   := $(patsubst tests/unit/%.c,build/unit/%,$(UNIT_SRC))
 UNIT_LIBSRC := $(CORE_SRC) $(wildcard regcache/*.c)
 
-build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) tests/unit/check.h
+build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Ishim -Iregcache -DHB_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ $< $(UNIT_LIBSRC) $(LIBS)
@@ -66,7 +66,7 @@ MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
                 $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
 TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1
 
-$(BUILD)/tests/%: tests/mpi/%.c
+$(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -O2 -g -Wall -o $@ $<
 

@@ -1,9 +1,7 @@
 /* C bindings: generated from c_wrappers.def, plus the life-cycle calls. */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
+
+#include "mpi_library.h"
 
 #include "../shim/runtime.h"
 #include "../shim/track_mpi.h"
@@ -38,21 +36,11 @@
  * MPICH's mpi_f08) call these PMPI_ entry points directly, so a hook in
  * MPI_Init alone would never run for them.  The MPI_ names forward to the
  * PMPI_ ones so that C programs take the same path. */
-static void *mpi_library_symbol(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-    if (!fn) {
-        fprintf(stderr, "hotbuf: %s not found in the MPI library; aborting\n", name);
-        abort();
-    }
-    return fn;
-}
-
 static int init_thread(int *argc, char ***argv, int required, int *provided)
 {
     static int (*next)(int *, char ***, int, int *);
     if (!next)
-        next = (int (*)(int *, char ***, int, int *))mpi_library_symbol("PMPI_Init_thread");
+        next = (int (*)(int *, char ***, int, int *))hb_mpi_library_symbol("PMPI_Init_thread");
     int rc = next(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
         hb_runtime_after_init(*provided);
@@ -63,7 +51,7 @@ static int init(int *argc, char ***argv)
 {
     static int (*next)(int *, char ***);
     if (!next)
-        next = (int (*)(int *, char ***))mpi_library_symbol("PMPI_Init");
+        next = (int (*)(int *, char ***))hb_mpi_library_symbol("PMPI_Init");
     int rc = next(argc, argv), provided = MPI_THREAD_SINGLE;
     if (rc == MPI_SUCCESS) {
         PMPI_Query_thread(&provided);
@@ -76,7 +64,7 @@ static int finalize(void)
 {
     static int (*next)(void);
     if (!next)
-        next = (int (*)(void))mpi_library_symbol("PMPI_Finalize");
+        next = (int (*)(void))hb_mpi_library_symbol("PMPI_Finalize");
     hb_runtime_before_finalize();
     return next();
 }

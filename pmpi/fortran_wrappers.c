@@ -11,11 +11,9 @@
  * gfortran mangles `call MPI_Send` to mpi_send_; the other spellings MPI
  * libraries export (mpi_send__, mpi_send, MPI_SEND) are aliases.
  */
-#define _GNU_SOURCE
-#include <dlfcn.h>
 #include <mpi.h>
-#include <stdio.h>
-#include <stdlib.h>
+
+#include "mpi_library.h"
 
 #include "../shim/runtime.h"
 #include "../shim/track_mpi.h"
@@ -51,23 +49,10 @@
 #define IERR10 a10
 #define IERR13 a13
 
-/* The MPI library's own Fortran entry point.  A missing one means the
- * application calls a Fortran binding its MPI library does not have,
- * which cannot happen with a consistent installation. */
-static void *next_symbol(const char *name)
-{
-    void *fn = dlsym(RTLD_NEXT, name);
-    if (!fn) {
-        fprintf(stderr, "hotbuf: %s not found in the MPI library; aborting\n", name);
-        abort();
-    }
-    return fn;
-}
-
 #define HB_F_NEXT(lower, n)                                                 \
     static void (*next_)(P##n);                                             \
     if (!next_)                                                             \
-        next_ = (void (*)(P##n))next_symbol("pmpi_" #lower "_")
+        next_ = (void (*)(P##n))hb_mpi_library_symbol("pmpi_" #lower "_")
 
 #define HB_F_CALL(n)                                                        \
     do {                                                                    \

@@ -6,16 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digest.h"
+
 #define N 256
 
-static unsigned long digest(const void *p, size_t len)
-{
-    const unsigned char *b = p;
-    unsigned long h = 1469598103934665603ul;
-    for (size_t i = 0; i < len; i++)
-        h = (h ^ b[i]) * 1099511628211ul;
-    return h;
-}
 
 int main(int argc, char **argv)
 {

@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "costmodel.h"
 
 static int close_to(double a, double b)
@@ -15,16 +16,6 @@ static int close_to(double a, double b)
 }
 #define CLOSE(a, b) close_to((a), (b))
 
-static struct hb_costmodel model(void)
-{
-    struct hb_costmodel cm;
-    memset(&cm, 0, sizeof(cm));
-    hb_cost_set_copy_linear(&cm, 100.0);
-    cm.lookup_ns = 20;
-    cm.reg_base_us = 10;
-    cm.reg_page_us = 0.25;
-    return cm;
-}
 
 /* The same model written out by hand. */
 static double hand_copy(double size) { return size / 1024.0 * 100.0; }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "report.h"
 #include "report_local.h"
 #include "tracker.h"
@@ -163,16 +164,6 @@ static void test_json_validator(void)
 
 /* ---- shared set-up --------------------------------------------------------------- */
 
-static struct hb_costmodel model(void)
-{
-    struct hb_costmodel cm;
-    memset(&cm, 0, sizeof(cm));
-    hb_cost_set_copy_linear(&cm, 100.0);
-    cm.lookup_ns = 20;
-    cm.reg_base_us = 10;
-    cm.reg_page_us = 0.25;
-    return cm;
-}
 
 static const char *empty_env(const char *name) { (void)name; return NULL; }
 static const char *bits18_env(const char *name)

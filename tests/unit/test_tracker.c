@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "fixtures.h"
 #include "tracker.h"
 
 #define SITE_A ((void *)0x1000)
@@ -14,16 +15,6 @@
 #define BUF_A ((char *)0x7f0000100000)   /* the 1 KiB buffer reused 1000 times */
 #define SMALL ((char *)0x7f0000200000)   /* 500 distinct 256 B buffers */
 
-static struct hb_costmodel model(void)
-{
-    struct hb_costmodel cm;
-    memset(&cm, 0, sizeof(cm));
-    hb_cost_set_copy_linear(&cm, 100.0);
-    cm.lookup_ns = 20;
-    cm.reg_base_us = 10;
-    cm.reg_page_us = 0.25;
-    return cm;
-}
 
 static int init(struct hb_tracker *t, uint64_t max_entries, uint32_t fixed)
 {
