@@ -100,9 +100,19 @@ print-mpi:
 test: deps
 	@tests/run-tests.sh
 
-# The verbs tests alone, in the soft-RoCE guest (make test runs them too).
-test-rdma: deps
+# Verbs test programs (run in the soft-RoCE guest).
+REGCACHE_SRC := regcache/regcache.c regcache/interval_tree.c regcache/inval_queue.c \
+                regcache/regcache_verbs.c
+build/rdma/regcache_verbs_test: tests/rdma/regcache_verbs_test.c $(REGCACHE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+
+.PHONY: rdma-tests
+rdma-tests: build/rdma/regcache_verbs_test unit-tests
 	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
+
+# The verbs tests alone, in the soft-RoCE guest (make test runs them too).
+test-rdma: deps rdma-tests
 	@scripts/rxe-vm.sh tests/rdma/run-in-guest.sh
 
 bench: deps

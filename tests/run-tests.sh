@@ -36,7 +36,7 @@ for mpi in openmpi mpich; do
         fail "build/$mpi" "make MPI=$mpi failed" "$work/build-$mpi.log"
     fi
 done
-if make --no-print-directory -s unit-tests >"$work/build-unit.log" 2>&1; then
+if make --no-print-directory -s unit-tests rdma-tests >"$work/build-unit.log" 2>&1; then
     pass "build/unit"
 else
     fail "build/unit" "unit tests do not build" "$work/build-unit.log"

@@ -11,6 +11,23 @@ pass() { passed=$((passed + 1)); echo "PASS rdma/$1"; }
 fail() { failed=$((failed + 1)); echo "FAIL rdma/$1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
+# run_prog NAME CMD...: a program that prints its own PASS/FAIL lines; its
+# lines join the count, and a crash or time-out without them is a failure.
+run_prog() {
+    local name=$1; shift
+    timeout 300 "$@" >"$work/$name.log" 2>&1
+    local rc=$? p f
+    sed -n 's/^\(PASS\|FAIL\) \(.*\)/\1 rdma\/\2/p' "$work/$name.log"
+    p=$(grep -c '^PASS ' "$work/$name.log") f=$(grep -c '^FAIL ' "$work/$name.log")
+    passed=$((passed + p)) failed=$((failed + f))
+    if [ $rc != 0 ] && [ "$f" = 0 ]; then fail "$name" "exit $rc" "$work/$name.log"; fi
+}
+
+# unit_prog NAME: a unit test binary (exit status = failed checks).
+unit_prog() {
+    if timeout 300 "build/unit/$1" >"$work/$1.log" 2>&1; then pass "unit/$1"; else fail "unit/$1" "exit $?" "$work/$1.log"; fi
+}
+
 # 1. The guest really has a verbs device with an active port.
 if ibv_devinfo -d rxe0 >"$work/devinfo" 2>&1 && grep -q PORT_ACTIVE "$work/devinfo"; then
     pass device
@@ -43,6 +60,15 @@ if cmp -s "$work/plain.out" "$work/m.out" &&
 else
     fail missing_device "no single clear line for a missing HOTBUF_DEVICE" "$work/m.err"
 fi
+
+# 4. The registration cache: its unit tests, then against the real device,
+#    then memlock exhaustion (root ignores RLIMIT_MEMLOCK while it holds
+#    CAP_IPC_LOCK, so the capability is dropped for that run).
+unit_prog test_regcache
+unit_prog test_regcache_itree
+run_prog regcache_verbs build/rdma/regcache_verbs_test
+run_prog regcache_memlock setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
+    prlimit --memlock=65536 build/rdma/regcache_verbs_test memlock
 
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"

@@ -1,0 +1,54 @@
+/* See regcache_verbs.h. */
+#include "regcache_verbs.h"
+
+#include <errno.h>
+#include <infiniband/verbs.h>
+#include <linux/capability.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+int hb_regcache_verbs_access(void)
+{
+    return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+}
+
+/* ibv_reg_mr reports "memlock exhausted" as ENOMEM (sometimes EAGAIN or
+ * EPERM from the pinning code); the cache treats ENOMEM/EAGAIN as "evict
+ * and retry", so EPERM from pinning is mapped there too. */
+static int verbs_reg(void *ctx, void *addr, size_t len, void **handle)
+{
+    struct ibv_mr *mr = ibv_reg_mr((struct ibv_pd *)ctx, addr, len, hb_regcache_verbs_access());
+    if (!mr) {
+        int err = errno ? errno : ENOMEM;
+        return -(err == EPERM ? ENOMEM : err);
+    }
+    *handle = mr;
+    return 0;
+}
+
+static void verbs_dereg(void *ctx, void *handle)
+{
+    (void)ctx;
+    ibv_dereg_mr((struct ibv_mr *)handle);
+}
+
+const struct hb_regcache_ops hb_regcache_verbs_ops = {verbs_reg, verbs_dereg};
+
+/* CAP_IPC_LOCK lets the process pin beyond RLIMIT_MEMLOCK (root has it). */
+static int can_exceed_memlock(void)
+{
+    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
+    struct __user_cap_data_struct data[2] = {{0}};
+    if (syscall(SYS_capget, &hdr, data) != 0)
+        return 0;
+    return (data[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
+}
+
+size_t hb_regcache_default_max_bytes(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || can_exceed_memlock())
+        return 0;
+    return (size_t)(rl.rlim_cur / 4 * 3);
+}
