@@ -101,6 +101,20 @@ static void datatypes_and_edges(int rank, int size, double *sbuf, double *rbuf)
     MPI_Type_free(&resized);
     MPI_Type_free(&vec);
 
+    /* MPI_BOTTOM with a datatype of absolute addresses */
+    MPI_Aint where[2];
+    int lens[2] = {4, 4};
+    MPI_Get_address(sbuf + 40, &where[0]);
+    MPI_Get_address(sbuf + 80, &where[1]);
+    MPI_Datatype absolute;
+    MPI_Type_create_hindexed(2, lens, where, MPI_DOUBLE, &absolute);
+    MPI_Type_commit(&absolute);
+    MPI_Irecv(rbuf, 8, MPI_DOUBLE, left, 24, MPI_COMM_WORLD, &r);
+    MPI_Send(MPI_BOTTOM, 1, absolute, right, 24, MPI_COMM_WORLD);
+    MPI_Wait(&r, MPI_STATUS_IGNORE);
+    mix(rbuf, 8 * sizeof(double));
+    MPI_Type_free(&absolute);
+
     MPI_Send(sbuf, N, MPI_DOUBLE, MPI_PROC_NULL, 22, MPI_COMM_WORLD);
     MPI_Irecv(rbuf, 0, MPI_DOUBLE, left, 23, MPI_COMM_WORLD, &r);
     MPI_Send(sbuf, 0, MPI_DOUBLE, right, 23, MPI_COMM_WORLD);
