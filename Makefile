@@ -107,8 +107,12 @@ build/rdma/regcache_verbs_test: tests/rdma/regcache_verbs_test.c $(REGCACHE_SRC)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
+build/tools/bench-regcache: tools/bench/bench-regcache.c $(REGCACHE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+
 .PHONY: rdma-tests
-rdma-tests: build/rdma/regcache_verbs_test unit-tests
+rdma-tests: build/rdma/regcache_verbs_test build/tools/bench-regcache unit-tests
 	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
 
 # The verbs tests alone, in the soft-RoCE guest (make test runs them too).

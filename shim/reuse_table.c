@@ -103,6 +103,13 @@ struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t cha
     return e;
 }
 
+void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev, struct hb_entry *e)
+{
+    prev->next = e->next;
+    e->next = *head;
+    *head = e;
+}
+
 void hb_table_foreach(const struct hb_table *t, void (*fn)(const struct hb_entry *, void *),
                       void *ctx)
 {

@@ -72,14 +72,26 @@ static inline uint64_t hb_table_bucket(const struct hb_table *t, uintptr_t key)
 int hb_table_init(struct hb_table *t, const struct hb_table_params *p);
 void hb_table_destroy(struct hb_table *t);
 
-/* Returns the entry for key, or NULL. */
-static inline struct hb_entry *hb_table_find(const struct hb_table *t, uintptr_t key,
+/* Moves e, found behind prev in its chain, to the chain's head. */
+void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev, struct hb_entry *e);
+
+/* Returns the entry for key, or NULL (then *chain_len is the length of the
+ * chain searched).  An entry found behind others moves to the front of its
+ * chain, so the buffers a job keeps reusing stay one compare away however
+ * many cold ones share their buckets. */
+static inline struct hb_entry *hb_table_find(struct hb_table *t, uintptr_t key,
                                              uint32_t *chain_len)
 {
-    uint32_t n = 0;
-    for (struct hb_entry *e = t->buckets[hb_table_bucket(t, key)]; e; e = e->next, n++)
-        if (e->key == key)
+    struct hb_entry **head = &t->buckets[hb_table_bucket(t, key)];
+    struct hb_entry *e = *head;
+    if (e && e->key == key)
+        return e;
+    uint32_t n = e != NULL;
+    for (struct hb_entry *prev = e; e && (e = e->next); prev = e, n++)
+        if (e->key == key) {
+            hb_table_move_to_front(head, prev, e);
             return e;
+        }
     *chain_len = n;
     return NULL;
 }

@@ -117,6 +117,14 @@ static void test_chains(void)
         CHECK(hb_table_find(&t, same[i], &chain) != NULL);
     CHECK_EQ_U64(real_max_chain(&t), 3);
     CHECK_EQ_U64(t.max_chain, 3);
+    /* move to front: a found entry heads its chain, the others keep order */
+    struct hb_entry *first = hb_table_find(&t, same[0], &chain);
+    CHECK(t.buckets[target] == first);
+    struct hb_entry *mid = hb_table_find(&t, same[1], &chain);
+    CHECK(t.buckets[target] == mid && mid->next == first);
+    CHECK_EQ_U64(real_max_chain(&t), 3);
+    CHECK(hb_table_find(&t, same[3], &chain) == NULL);
+    CHECK_EQ_U64(chain, 3);
     hb_table_destroy(&t);
 }
 

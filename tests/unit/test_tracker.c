@@ -39,7 +39,7 @@ static void rec_empty(struct hb_tracker *t, unsigned op, int proc_null, void *re
     hb_tracker_record_empty(t, op, proc_null, hb_tracker_site(t, op, ret));
 }
 
-static struct hb_entry *entry(const struct hb_tracker *t, const void *addr, unsigned op)
+static struct hb_entry *entry(struct hb_tracker *t, const void *addr, unsigned op)
 {
     uint32_t chain;
     return hb_table_find(&t->table, hb_table_key(addr, op), &chain);

@@ -1,0 +1,899 @@
+/* Memory-change monitor (design, contract and alternatives in memmon.h).
+ *
+ * Layout
+ *   - One userfaultfd (O_NONBLOCK, close-on-exec, user-mode-only) asking
+ *     for the UNMAP, REMOVE and REMAP events.  Watched pages are
+ *     registered in write-protect mode and never write-protected, so the
+ *     fd only ever carries events.
+ *   - A monitor thread polls the fd and an eventfd (stop).  For each wake
+ *     it makes `seq` odd, reads every queued message (each read completes
+ *     the event and lets the unmapping thread continue), calls the
+ *     callback for each, and makes `seq` even again.  hb_memmon_sync()
+ *     waits for even; hb_memmon_sync_strict() also waits for the queue.
+ *   - The watch table (sorted, disjoint page ranges with a watch count)
+ *     lets nested watches share pages: UFFDIO_UNREGISTER is issued only
+ *     when the last watch of a page goes.  Pages an UNMAP/REMAP event
+ *     reported gone are marked dead (the kernel dropped or moved their
+ *     registration; unregistering them could hit someone else's new
+ *     registration of the same addresses).  The monitor thread never
+ *     takes the table mutex: it hands dead ranges over through a
+ *     single-producer ring that watch/unwatch drain under the mutex.
+ *   - shmdt/shmat interposers (memmon_shm.c) report synchronously through
+ *     hb_memmon__hook_*, bracketed by `inflight`.
+ */
+#define _GNU_SOURCE
+
+#include "memmon.h"
+#include "memmon_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/userfaultfd.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+#ifndef USERFAULTFD_IOC_NEW
+#define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
+#endif
+#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
+#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
+#endif
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+#define NEEDED_EVENTS                                                      \
+    (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                \
+     UFFD_FEATURE_EVENT_REMAP)
+#define MSG_BATCH 32
+#define DEAD_SLOTS 256
+#define THREAD_STACK (256 * 1024)
+#define TABLE_INITIAL 64
+
+_Static_assert(ATOMIC_LONG_LOCK_FREE == 2, "hooks need lock-free atomics");
+_Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "hooks need lock-free atomics");
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "hooks need lock-free atomics");
+
+enum { ST_STOPPED = 0, ST_RUNNING = 1 };
+
+struct seg {
+    uintptr_t start, end; /* page aligned, disjoint, sorted */
+    unsigned long count;  /* watches covering these pages */
+    int dead;             /* registration gone (unmapped or moved) */
+};
+
+static struct {
+    atomic_int state;
+    int forked;            /* stopped by fork in this (child) process */
+    pid_t owner;
+    int fd;                /* the userfaultfd, -1 when stopped */
+    int wakefd;            /* eventfd that stops the thread */
+    pthread_t thread;
+    hb_memmon_cb cb;       /* stable while state is RUNNING */
+    void *ctx;
+    atomic_int deliver;    /* 0 during the self-test: count only */
+    atomic_int muted;      /* debug switch */
+    atomic_ulong seq;      /* odd while the thread reads and dispatches */
+    atomic_long inflight;  /* hooks between enter and leave */
+    atomic_uint wake_delay_us, dispatch_delay_us;
+    uintptr_t page;
+    int user_mode_only;
+    int shmem_ok;
+    char desc[320];
+
+    pthread_mutex_t lock; /* the table; never taken by the thread */
+    struct seg *segs;
+    size_t nsegs, cap;
+
+    /* dead ranges: produced by the thread, consumed under lock */
+    uintptr_t dead_start[DEAD_SLOTS], dead_end[DEAD_SLOTS];
+    atomic_ulong dead_head, dead_tail;
+    atomic_int dead_overflow;
+} M = {.fd = -1, .wakefd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
+
+static struct {
+    atomic_ullong unmap, remove, remap, fault, shmdt, shmat, callbacks,
+        muted, watch, watch_fail, unwatch, unreg, dead_skip;
+} C;
+
+static void counters_reset(void)
+{
+    atomic_ullong *all[] = {&C.unmap,    &C.remove,     &C.remap,
+                            &C.fault,    &C.shmdt,      &C.shmat,
+                            &C.callbacks, &C.muted,     &C.watch,
+                            &C.watch_fail, &C.unwatch,  &C.unreg,
+                            &C.dead_skip};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        atomic_store_explicit(all[i], 0, memory_order_relaxed);
+}
+
+static void inc(atomic_ullong *c)
+{
+    atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
+}
+
+static void sleep_us(unsigned us)
+{
+    struct timespec ts = {us / 1000000, (long)(us % 1000000) * 1000};
+
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static void cpu_relax(unsigned *spins)
+{
+    if (++*spins < 64) {
+#if defined(__x86_64__) || defined(__i386__)
+        __builtin_ia32_pause();
+#endif
+    } else {
+        sched_yield();
+    }
+}
+
+/* ---- dispatch (monitor thread or hook; no locks, no allocation) ------- */
+
+static void deliver(atomic_ullong *kind, uintptr_t start, uintptr_t end)
+{
+    inc(kind);
+    if (end <= start || !atomic_load_explicit(&M.deliver, memory_order_acquire))
+        return;
+    if (atomic_load_explicit(&M.muted, memory_order_relaxed)) {
+        inc(&C.muted);
+        return;
+    }
+    M.cb(M.ctx, (const void *)start, end - start);
+    inc(&C.callbacks);
+}
+
+/* Single producer: the monitor thread. */
+static void dead_push(uintptr_t start, uintptr_t end)
+{
+    unsigned long h = atomic_load_explicit(&M.dead_head, memory_order_relaxed);
+    unsigned long t = atomic_load_explicit(&M.dead_tail, memory_order_acquire);
+
+    if (h - t >= DEAD_SLOTS) {
+        atomic_store_explicit(&M.dead_overflow, 1, memory_order_release);
+        return;
+    }
+    M.dead_start[h % DEAD_SLOTS] = start;
+    M.dead_end[h % DEAD_SLOTS] = end;
+    atomic_store_explicit(&M.dead_head, h + 1, memory_order_release);
+}
+
+static void handle_msg(const struct uffd_msg *m)
+{
+    switch (m->event) {
+    case UFFD_EVENT_UNMAP:
+        dead_push(m->arg.remove.start, m->arg.remove.end);
+        deliver(&C.unmap, m->arg.remove.start, m->arg.remove.end);
+        break;
+    case UFFD_EVENT_REMOVE:
+        deliver(&C.remove, m->arg.remove.start, m->arg.remove.end);
+        break;
+    case UFFD_EVENT_REMAP:
+        /* The registration moved with the pages to arg.remap.to. */
+        dead_push(m->arg.remap.from, m->arg.remap.from + m->arg.remap.len);
+        deliver(&C.remap, m->arg.remap.from,
+                m->arg.remap.from + m->arg.remap.len);
+        break;
+    case UFFD_EVENT_PAGEFAULT: {
+        /* Cannot happen: nothing is ever write-protected and no range is
+         * registered for missing pages.  Unblock the thread anyway. */
+        uintptr_t a = m->arg.pagefault.address & ~(M.page - 1);
+
+        inc(&C.fault);
+        if (m->arg.pagefault.flags & UFFD_PAGEFAULT_FLAG_WP) {
+            struct uffdio_writeprotect wp = {{a, M.page}, 0};
+            (void)ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp);
+        } else {
+            struct uffdio_range r = {a, M.page};
+            (void)ioctl(M.fd, UFFDIO_WAKE, &r);
+        }
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+/* Reads and dispatches everything queued.  seq is odd throughout, from
+ * before the first read() (which lets unmapping threads continue) to
+ * after the last callback. */
+static void drain_events(void)
+{
+    struct uffd_msg msg[MSG_BATCH];
+    unsigned delay;
+
+    atomic_fetch_add(&M.seq, 1);
+    for (;;) {
+        ssize_t r = read(M.fd, msg, sizeof msg);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < (ssize_t)sizeof msg[0])
+            break; /* EAGAIN: queue empty */
+        delay = atomic_load_explicit(&M.dispatch_delay_us, memory_order_relaxed);
+        if (delay)
+            sleep_us(delay);
+        for (size_t i = 0; i < (size_t)r / sizeof msg[0]; i++)
+            handle_msg(&msg[i]);
+    }
+    atomic_fetch_add(&M.seq, 1);
+}
+
+static void *monitor_main(void *arg)
+{
+    struct pollfd p[2] = {{M.fd, POLLIN, 0}, {M.wakefd, POLLIN, 0}};
+    unsigned delay;
+
+    (void)arg;
+    for (;;) {
+        int n = poll(p, 2, -1);
+
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        if (p[0].revents & POLLIN) {
+            delay = atomic_load_explicit(&M.wake_delay_us, memory_order_relaxed);
+            if (delay)
+                sleep_us(delay);
+            drain_events();
+        }
+        if (p[1].revents & POLLIN)
+            break;
+        if (p[0].revents & (POLLERR | POLLNVAL))
+            sleep_us(1000); /* never expected; do not spin */
+    }
+    drain_events(); /* release anyone still waiting */
+    return NULL;
+}
+
+/* ---- hooks (memmon_shm.c) -------------------------------------------- */
+
+int hb_memmon__hook_enter(void)
+{
+    if (atomic_load_explicit(&M.state, memory_order_relaxed) != ST_RUNNING)
+        return 0;
+    atomic_fetch_add(&M.inflight, 1);
+    if (atomic_load(&M.state) != ST_RUNNING) {
+        atomic_fetch_sub(&M.inflight, 1);
+        return 0;
+    }
+    return 1;
+}
+
+void hb_memmon__hook_report(enum hb_memmon_hook_kind kind, uintptr_t start,
+                            uintptr_t end)
+{
+    deliver(kind == HB_MEMMON_HOOK_SHMDT ? &C.shmdt : &C.shmat, start, end);
+}
+
+void hb_memmon__hook_leave(void)
+{
+    atomic_fetch_sub(&M.inflight, 1);
+}
+
+/* ---- sync ------------------------------------------------------------- */
+
+void hb_memmon_sync(void)
+{
+    unsigned spins = 0;
+
+    while ((atomic_load_explicit(&M.seq, memory_order_acquire) & 1) ||
+           atomic_load_explicit(&M.inflight, memory_order_acquire) != 0)
+        cpu_relax(&spins);
+}
+
+void hb_memmon_sync_strict(void)
+{
+    unsigned spins = 0;
+
+    if (atomic_load(&M.state) != ST_RUNNING) {
+        hb_memmon_sync();
+        return;
+    }
+    for (;;) {
+        unsigned long s = atomic_load(&M.seq);
+        struct pollfd p = {M.fd, POLLIN, 0};
+
+        if ((s & 1) || atomic_load(&M.inflight) != 0) {
+            cpu_relax(&spins);
+            continue;
+        }
+        /* Queue empty while seq stayed even: everything queued before
+         * the poll was read by a drain that finished before we loaded s. */
+        if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
+            cpu_relax(&spins);
+            continue;
+        }
+        if (atomic_load(&M.seq) == s)
+            return;
+    }
+}
+
+/* ---- watch table (under M.lock) ------------------------------------- */
+
+static size_t seg_find(uintptr_t x) /* first segment with end > x */
+{
+    size_t lo = 0, hi = M.nsegs;
+
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (M.segs[mid].end > x)
+            hi = mid;
+        else
+            lo = mid + 1;
+    }
+    return lo;
+}
+
+static int seg_reserve(size_t want)
+{
+    struct seg *n;
+    size_t cap = M.cap ? M.cap : TABLE_INITIAL;
+
+    if (want <= M.cap)
+        return 0;
+    while (cap < want)
+        cap *= 2;
+    n = realloc(M.segs, cap * sizeof *n);
+    if (!n)
+        return -ENOMEM;
+    M.segs = n;
+    M.cap = cap;
+    return 0;
+}
+
+static void seg_insert(size_t i, struct seg v) /* capacity reserved */
+{
+    memmove(&M.segs[i + 1], &M.segs[i], (M.nsegs - i) * sizeof M.segs[0]);
+    M.segs[i] = v;
+    M.nsegs++;
+}
+
+static void seg_split(uintptr_t x) /* capacity for one more reserved */
+{
+    size_t i = seg_find(x);
+
+    if (i < M.nsegs && M.segs[i].start < x) {
+        struct seg hi = M.segs[i];
+
+        hi.start = x;
+        M.segs[i].end = x;
+        seg_insert(i + 1, hi);
+    }
+}
+
+/* Drops zero-count segments and merges equal neighbours. */
+static void seg_compact(void)
+{
+    size_t out = 0;
+
+    for (size_t i = 0; i < M.nsegs; i++) {
+        struct seg *s = &M.segs[i];
+
+        if (s->count == 0)
+            continue;
+        if (out > 0 && M.segs[out - 1].end == s->start &&
+            M.segs[out - 1].count == s->count && M.segs[out - 1].dead == s->dead) {
+            M.segs[out - 1].end = s->end;
+            continue;
+        }
+        M.segs[out++] = *s;
+    }
+    M.nsegs = out;
+}
+
+/* Marks segments the kernel no longer has registered for us. */
+static void dead_drain_locked(void)
+{
+    unsigned long t = atomic_load_explicit(&M.dead_tail, memory_order_relaxed);
+    unsigned long h = atomic_load_explicit(&M.dead_head, memory_order_acquire);
+
+    if (atomic_exchange(&M.dead_overflow, 0)) {
+        for (size_t i = 0; i < M.nsegs; i++) /* lost some: assume all */
+            M.segs[i].dead = 1;
+    }
+    for (; t != h; t++) {
+        uintptr_t s = M.dead_start[t % DEAD_SLOTS], e = M.dead_end[t % DEAD_SLOTS];
+
+        for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
+            M.segs[i].dead = 1; /* whole segment: conservative */
+    }
+    atomic_store_explicit(&M.dead_tail, t, memory_order_release);
+}
+
+static int page_range(const void *addr, size_t len, uintptr_t *s, uintptr_t *e)
+{
+    uintptr_t a = (uintptr_t)addr;
+
+    if (len == 0 || a + len < a || a + len > UINTPTR_MAX - M.page)
+        return -EINVAL;
+    *s = a & ~(M.page - 1);
+    *e = (a + len + M.page - 1) & ~(M.page - 1);
+    return 0;
+}
+
+static int check_running(void)
+{
+    if (atomic_load(&M.state) != ST_RUNNING)
+        return M.forked ? -ECHILD : -ENODEV;
+    if (getpid() != M.owner)
+        return -ECHILD; /* a child made without fork handlers */
+    return 0;
+}
+
+int hb_memmon_watch(const void *addr, size_t len)
+{
+    struct uffdio_register reg;
+    uintptr_t s, e, x;
+    size_t i, k;
+    int r;
+
+    inc(&C.watch);
+    r = check_running();
+    if (r == 0)
+        r = page_range(addr, len, &s, &e);
+    if (r) {
+        inc(&C.watch_fail);
+        return r;
+    }
+    pthread_mutex_lock(&M.lock);
+    dead_drain_locked();
+    for (k = 0, i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
+        k++;
+    r = seg_reserve(M.nsegs + k + 3); /* 2 splits + at most k+1 gaps */
+    if (r == 0) {
+        memset(&reg, 0, sizeof reg);
+        reg.range.start = s;
+        reg.range.len = e - s;
+        reg.mode = UFFDIO_REGISTER_MODE_WP;
+        if (ioctl(M.fd, UFFDIO_REGISTER, &reg) != 0)
+            r = -errno;
+    }
+    if (r == 0) {
+        seg_split(s);
+        seg_split(e);
+        for (x = s, i = seg_find(s); x < e;) {
+            if (i < M.nsegs && M.segs[i].start <= x) {
+                M.segs[i].count++;
+                M.segs[i].dead = 0; /* registered again just now */
+                x = M.segs[i++].end;
+            } else {
+                uintptr_t ge = (i < M.nsegs && M.segs[i].start < e) ? M.segs[i].start : e;
+                seg_insert(i++, (struct seg){x, ge, 1, 0});
+                x = ge;
+            }
+        }
+        seg_compact();
+    }
+    pthread_mutex_unlock(&M.lock);
+    if (r)
+        inc(&C.watch_fail);
+    return r;
+}
+
+void hb_memmon_unwatch(const void *addr, size_t len)
+{
+    uintptr_t s, e;
+
+    inc(&C.unwatch);
+    if (check_running() || page_range(addr, len, &s, &e))
+        return;
+    pthread_mutex_lock(&M.lock);
+    dead_drain_locked();
+    if (seg_reserve(M.nsegs + 2) == 0) { /* else: leave it watched */
+        seg_split(s);
+        seg_split(e);
+        for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++) {
+            struct seg *g = &M.segs[i];
+
+            if (g->count == 0 || --g->count != 0)
+                continue;
+            if (g->dead) {
+                inc(&C.dead_skip);
+            } else {
+                struct uffdio_range rg = {g->start, g->end - g->start};
+
+                (void)ioctl(M.fd, UFFDIO_UNREGISTER, &rg); /* gone: ignore */
+                inc(&C.unreg);
+            }
+        }
+        seg_compact();
+    }
+    pthread_mutex_unlock(&M.lock);
+}
+
+/* ---- start / stop ------------------------------------------------------ */
+
+static void why_set(char *why, size_t n, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void why_set(char *why, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(M.desc, sizeof M.desc, fmt, ap);
+    va_end(ap);
+    if (why && n)
+        snprintf(why, n, "%s", M.desc);
+}
+
+static const char *sysctl_unpriv(char *buf, size_t n)
+{
+    int fd = open("/proc/sys/vm/unprivileged_userfaultfd", O_RDONLY | O_CLOEXEC);
+    ssize_t r = fd >= 0 ? read(fd, buf, n - 1) : -1;
+
+    if (fd >= 0)
+        close(fd);
+    if (r <= 0)
+        return "?";
+    buf[r] = 0;
+    buf[strcspn(buf, "\n")] = 0;
+    return buf;
+}
+
+static int open_uffd(char *why, size_t n)
+{
+    int fd, dev, e1, e2 = ENOENT;
+    char sys[16], hint[160] = "";
+
+    M.user_mode_only = 1;
+    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    if (fd >= 0)
+        return fd;
+    e1 = errno;
+    if (e1 == EINVAL) { /* Linux < 5.11: no user-mode-only flag */
+        M.user_mode_only = 0;
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+        if (fd >= 0)
+            return fd;
+        e1 = errno;
+    }
+    dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
+    if (dev < 0) {
+        e2 = errno;
+    } else {
+        M.user_mode_only = 1;
+        fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+        if (fd < 0 && errno == EINVAL) {
+            M.user_mode_only = 0;
+            fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
+        }
+        e2 = errno;
+        close(dev);
+        if (fd >= 0)
+            return fd;
+    }
+    if (e1 == ENOSYS) {
+        snprintf(hint, sizeof hint, " (kernel without CONFIG_USERFAULTFD, or a seccomp filter)");
+    } else if (e1 == EPERM) {
+        snprintf(hint, sizeof hint,
+                 " (a seccomp filter, or vm.unprivileged_userfaultfd=%s without CAP_SYS_PTRACE)",
+                 sysctl_unpriv(sys, sizeof sys));
+    }
+    why_set(why, n, "memory monitor unavailable: userfaultfd(2): %s%s; /dev/userfaultfd: %s",
+            strerror(e1), hint, strerror(e2));
+    return -1;
+}
+
+static int start_thread(void)
+{
+    sigset_t all, old;
+    pthread_attr_t attr;
+    int r;
+
+    sigfillset(&all);
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, THREAD_STACK);
+    pthread_sigmask(SIG_SETMASK, &all, &old); /* the thread blocks all */
+    r = pthread_create(&M.thread, &attr, monitor_main, NULL);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
+    if (r == 0)
+        pthread_setname_np(M.thread, "hotbuf-memmon");
+    return r;
+}
+
+static void teardown(int joined_thread_running)
+{
+    atomic_store(&M.state, ST_STOPPED);
+    {
+        unsigned spins = 0;
+        while (atomic_load(&M.inflight) != 0)
+            cpu_relax(&spins);
+    }
+    pthread_mutex_lock(&M.lock);
+    for (size_t i = 0; i < M.nsegs; i++) {
+        if (!M.segs[i].dead) {
+            struct uffdio_range rg = {M.segs[i].start,
+                                      M.segs[i].end - M.segs[i].start};
+            (void)ioctl(M.fd, UFFDIO_UNREGISTER, &rg);
+        }
+    }
+    free(M.segs);
+    M.segs = NULL;
+    M.nsegs = M.cap = 0;
+    pthread_mutex_unlock(&M.lock);
+    if (joined_thread_running) {
+        uint64_t one = 1;
+        ssize_t w;
+        do
+            w = write(M.wakefd, &one, sizeof one);
+        while (w < 0 && errno == EINTR);
+        pthread_join(M.thread, NULL);
+    }
+    if (M.fd >= 0)
+        close(M.fd); /* drops every registration, wakes any waiter */
+    if (M.wakefd >= 0)
+        close(M.wakefd);
+    M.fd = M.wakefd = -1;
+    atomic_store(&M.deliver, 0);
+    M.cb = NULL;
+    M.ctx = NULL;
+}
+
+/* Runs munmap, madvise and mremap on a scratch mapping and checks that
+ * each produced its event.  Callbacks are off (deliver == 0). */
+static int self_test(char *why, size_t n)
+{
+    size_t pg = M.page;
+    unsigned long long u0 = atomic_load(&C.unmap), r0 = atomic_load(&C.remove),
+                       m0 = atomic_load(&C.remap);
+    char *p, *q;
+    int r;
+
+    p = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    q = mmap(NULL, 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED || q == MAP_FAILED) {
+        why_set(why, n, "memory monitor self-test: mmap: %s", strerror(errno));
+        return -1;
+    }
+    memset(p, 1, 4 * pg);
+    r = hb_memmon_watch(p, 4 * pg);
+    if (r) {
+        munmap(p, 4 * pg);
+        munmap(q, 2 * pg);
+        why_set(why, n,
+                "memory monitor unavailable: UFFDIO_REGISTER (write-protect "
+                "mode) of anonymous memory failed: %s", strerror(-r));
+        return -1;
+    }
+    madvise(p, pg, MADV_DONTNEED);                            /* REMOVE */
+    if (mremap(p + 2 * pg, 2 * pg, 2 * pg, MREMAP_MAYMOVE | MREMAP_FIXED, q) ==
+        MAP_FAILED)                                           /* REMAP */
+        munmap(q, 2 * pg);
+    munmap(p, 2 * pg);                                        /* UNMAP */
+    munmap(q, 2 * pg);                                        /* UNMAP (moved) */
+    hb_memmon_sync(); /* dispatched, so unwatch sees the pages dead */
+    hb_memmon_unwatch(p, 4 * pg);
+    if (atomic_load(&C.remove) == r0 || atomic_load(&C.unmap) == u0 ||
+        atomic_load(&C.remap) == m0) {
+        why_set(why, n,
+                "memory monitor self-test failed: events seen: remove %llu, "
+                "unmap %llu, remap %llu",
+                atomic_load(&C.remove) - r0, atomic_load(&C.unmap) - u0,
+                atomic_load(&C.remap) - m0);
+        return -1;
+    }
+    /* shmem (MAP_SHARED anonymous, SysV, memfd) needs Linux >= 5.19. */
+    p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    M.shmem_ok = 0;
+    if (p != MAP_FAILED) {
+        if (hb_memmon_watch(p, pg) == 0) {
+            M.shmem_ok = 1;
+            hb_memmon_unwatch(p, pg);
+        }
+        munmap(p, pg);
+    }
+    hb_memmon_sync();
+    return 0;
+}
+
+static void atfork_child(void)
+{
+    if (atomic_load(&M.state) != ST_RUNNING)
+        return;
+    /* No thread here; the kernel did not copy our registrations. */
+    if (M.fd >= 0)
+        close(M.fd);
+    if (M.wakefd >= 0)
+        close(M.wakefd);
+    M.fd = M.wakefd = -1;
+    pthread_mutex_init(&M.lock, NULL);
+    free(M.segs);
+    M.segs = NULL;
+    M.nsegs = M.cap = 0;
+    atomic_store(&M.inflight, 0);
+    atomic_store(&M.seq, 0);
+    atomic_store(&M.deliver, 0);
+    M.cb = NULL;
+    M.ctx = NULL;
+    M.forked = 1;
+    snprintf(M.desc, sizeof M.desc,
+             "memory monitor stopped in forked child (call hb_memmon_start)");
+    atomic_store(&M.state, ST_STOPPED);
+}
+
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+static void atfork_register(void)
+{
+    pthread_atfork(NULL, NULL, atfork_child);
+}
+
+int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
+{
+    const char *mode = getenv("HOTBUF_MEMMON");
+    int muted = 0, r;
+    struct uffdio_api api;
+
+    if (why && whylen)
+        why[0] = 0;
+    if (!cb) {
+        why_set(why, whylen, "memory monitor: no callback given");
+        return -1;
+    }
+    if (atomic_load(&M.state) == ST_RUNNING) {
+        why_set(why, whylen, "memory monitor already started");
+        return -1;
+    }
+    if (mode && (!strcmp(mode, "none") || !strcmp(mode, "0") ||
+                 !strcmp(mode, "disabled"))) {
+        why_set(why, whylen, "memory monitor disabled by HOTBUF_MEMMON=%s", mode);
+        return -1;
+    }
+    if (mode && !strcmp(mode, "off"))
+        muted = 1;
+    else if (mode && *mode && strcmp(mode, "on") && strcmp(mode, "1") &&
+             strcmp(mode, "uffd")) {
+        why_set(why, whylen,
+                "memory monitor: HOTBUF_MEMMON=%s not understood (on, off, none)",
+                mode);
+        return -1;
+    }
+    M.page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    M.fd = open_uffd(why, whylen);
+    if (M.fd < 0)
+        return -1;
+    memset(&api, 0, sizeof api);
+    api.api = UFFD_API;
+    api.features = NEEDED_EVENTS;
+    if (ioctl(M.fd, UFFDIO_API, &api) != 0 ||
+        (api.features & NEEDED_EVENTS) != NEEDED_EVENTS) {
+        why_set(why, whylen,
+                "memory monitor unavailable: UFFDIO_API with unmap/remove/"
+                "remap events: %s (needs Linux >= 4.11)", strerror(errno));
+        close(M.fd);
+        M.fd = -1;
+        return -1;
+    }
+    if (!(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
+        why_set(why, whylen,
+                "memory monitor unavailable: userfaultfd has no write-protect "
+                "registration (needs Linux >= 5.7)");
+        close(M.fd);
+        M.fd = -1;
+        return -1;
+    }
+    M.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (M.wakefd < 0 || seg_reserve(TABLE_INITIAL) != 0) {
+        why_set(why, whylen, "memory monitor: eventfd/table: %s", strerror(errno));
+        teardown(0);
+        return -1;
+    }
+    atomic_store(&M.dead_head, 0);
+    atomic_store(&M.dead_tail, 0);
+    atomic_store(&M.dead_overflow, 0);
+    atomic_store(&M.seq, 0);
+    atomic_store(&M.inflight, 0);
+    atomic_store(&M.deliver, 0);
+    atomic_store(&M.muted, muted);
+    M.cb = cb;
+    M.ctx = ctx;
+    M.owner = getpid();
+    M.forked = 0;
+    pthread_once(&atfork_once, atfork_register);
+    atomic_store(&M.state, ST_RUNNING);
+    r = start_thread();
+    if (r != 0) {
+        why_set(why, whylen, "memory monitor: pthread_create: %s", strerror(r));
+        teardown(0);
+        return -1;
+    }
+    if (self_test(why, whylen) != 0) {
+        char keep[sizeof M.desc];
+
+        memcpy(keep, M.desc, sizeof keep);
+        teardown(1);
+        memcpy(M.desc, keep, sizeof keep);
+        return -1;
+    }
+    hb_memmon__shm_init();
+    counters_reset();
+    snprintf(M.desc, sizeof M.desc,
+             "userfaultfd unmap/remove/remap events on watched ranges "
+             "(write-protect-mode registration%s%s), shmdt/shmat interposed%s",
+             M.user_mode_only ? ", user-mode-only" : "",
+             M.shmem_ok ? ", shmem watchable" : ", shmem NOT watchable",
+             muted ? "; MUTED by HOTBUF_MEMMON=off (debug: callbacks dropped)" : "");
+    atomic_store_explicit(&M.deliver, 1, memory_order_release);
+    return 0;
+}
+
+void hb_memmon_stop(void)
+{
+    if (atomic_load(&M.state) != ST_RUNNING)
+        return;
+    if (getpid() != M.owner) { /* child made without fork handlers */
+        atfork_child();
+        return;
+    }
+    teardown(1);
+    snprintf(M.desc, sizeof M.desc, "memory monitor stopped");
+}
+
+int hb_memmon_active(void)
+{
+    return atomic_load(&M.state) == ST_RUNNING;
+}
+
+void hb_memmon_set_muted(int muted)
+{
+    atomic_store(&M.muted, muted ? 1 : 0);
+}
+
+void hb_memmon_debug_delays(unsigned wake_us, unsigned dispatch_us)
+{
+    atomic_store(&M.wake_delay_us, wake_us);
+    atomic_store(&M.dispatch_delay_us, dispatch_us);
+}
+
+const char *hb_memmon_describe(void)
+{
+    return M.desc[0] ? M.desc : "memory monitor not started";
+}
+
+void hb_memmon_stats(struct hb_memmon_stats *out)
+{
+    uint64_t bytes = 0;
+
+    memset(out, 0, sizeof *out);
+    out->unmap_events = atomic_load(&C.unmap);
+    out->remove_events = atomic_load(&C.remove);
+    out->remap_events = atomic_load(&C.remap);
+    out->fault_events = atomic_load(&C.fault);
+    out->shmdt_hooks = atomic_load(&C.shmdt);
+    out->shmat_hooks = atomic_load(&C.shmat);
+    out->callbacks = atomic_load(&C.callbacks);
+    out->muted = atomic_load(&C.muted);
+    out->watch_calls = atomic_load(&C.watch);
+    out->watch_failures = atomic_load(&C.watch_fail);
+    out->unwatch_calls = atomic_load(&C.unwatch);
+    out->unregisters = atomic_load(&C.unreg);
+    out->dead_skips = atomic_load(&C.dead_skip);
+    pthread_mutex_lock(&M.lock);
+    for (size_t i = 0; i < M.nsegs; i++)
+        if (!M.segs[i].dead)
+            bytes += M.segs[i].end - M.segs[i].start;
+    pthread_mutex_unlock(&M.lock);
+    out->watched_bytes = bytes;
+}
