@@ -101,8 +101,7 @@ test: deps
 	@tests/run-tests.sh
 
 # Verbs test programs (run in the soft-RoCE guest).
-REGCACHE_SRC := regcache/regcache.c regcache/interval_tree.c regcache/inval_queue.c \
-                regcache/regcache_verbs.c
+REGCACHE_SRC := $(wildcard regcache/*.c)
 build/rdma/regcache_verbs_test: tests/rdma/regcache_verbs_test.c $(REGCACHE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
@@ -111,8 +110,13 @@ build/tools/bench-regcache: tools/bench/bench-regcache.c $(REGCACHE_SRC) $(HEADE
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
+build/rdma/integrity_test: tests/rdma/integrity_test.c $(REGCACHE_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+
 .PHONY: rdma-tests
-rdma-tests: build/rdma/regcache_verbs_test build/tools/bench-regcache unit-tests
+rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/tools/bench-regcache \
+            unit-tests
 	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
 
 # The verbs tests alone, in the soft-RoCE guest (make test runs them too).

@@ -1,6 +1,8 @@
 /* See regcache_verbs.h. */
 #include "regcache_verbs.h"
 
+#include "memmon.h"
+
 #include <errno.h>
 #include <infiniband/verbs.h>
 #include <linux/capability.h>
@@ -34,6 +36,31 @@ static void verbs_dereg(void *ctx, void *handle)
 }
 
 const struct hb_regcache_ops hb_regcache_verbs_ops = {verbs_reg, verbs_dereg};
+
+/* Watch first: a change that lands between the watch and the pinning is
+ * reported, and the cache drops a registration that an invalidation
+ * overlapped while it was being made. */
+static int watched_reg(void *ctx, void *addr, size_t len, void **handle)
+{
+    int rc = hb_memmon_watch(addr, len);
+    if (rc)
+        return rc == -ENOMEM ? -ENOMEM : -EFAULT; /* unwatchable: do not cache */
+    rc = verbs_reg(ctx, addr, len, handle);
+    if (rc)
+        hb_memmon_unwatch(addr, len);
+    return rc;
+}
+
+static void watched_dereg(void *ctx, void *handle)
+{
+    struct ibv_mr *mr = handle;
+    void *addr = mr->addr;
+    size_t len = mr->length;
+    verbs_dereg(ctx, handle);
+    hb_memmon_unwatch(addr, len);
+}
+
+const struct hb_regcache_ops hb_regcache_verbs_watched_ops = {watched_reg, watched_dereg};
 
 /* CAP_IPC_LOCK lets the process pin beyond RLIMIT_MEMLOCK (root has it). */
 static int can_exceed_memlock(void)

@@ -14,6 +14,12 @@ struct ibv_mr;
 /* ops_ctx is the struct ibv_pd *; a region's handle is its struct ibv_mr *. */
 extern const struct hb_regcache_ops hb_regcache_verbs_ops;
 
+/* The same, keeping the memory-change monitor (memmon.h) informed: each
+ * range is watched before it is pinned and unwatched after it is released,
+ * so no change to registered memory goes unseen.  The monitor must be
+ * started, with hb_regcache_invalidate as its callback. */
+extern const struct hb_regcache_ops hb_regcache_verbs_watched_ops;
+
 /* Access flags every cached registration gets: local write (for RDMA READ
  * into it) and remote read/write (for a peer's RDMA into it). */
 int hb_regcache_verbs_access(void);

@@ -70,6 +70,13 @@ run_prog regcache_verbs build/rdma/regcache_verbs_test
 run_prog regcache_memlock setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
     prlimit --memlock=65536 build/rdma/regcache_verbs_test memlock
 
+# 5. No stale registration, end to end: 10^4 RDMA writes from buffers that
+#    are freed/unmapped/remapped/madvised and reused at the same address,
+#    0 mismatches; with the monitor muted the same test must see stale data.
+run_prog integrity_clean mpiexec.openmpi -n 2 build/rdma/integrity_test 10000 clean
+run_prog integrity_stale env HOTBUF_MEMMON=off \
+    mpiexec.openmpi -x HOTBUF_MEMMON -n 2 build/rdma/integrity_test 2000 stale
+
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]

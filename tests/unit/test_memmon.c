@@ -1,0 +1,952 @@
+/* Unit tests for the memory-change monitor (regcache/memmon.c).
+ *
+ * Every scenario changes a watched range in one way -- directly (munmap,
+ * mremap, madvise, sbrk, shmdt, mmap MAP_FIXED) or through glibc's
+ * allocator, which uses its internal __munmap/__mremap/__madvise/brk that
+ * symbol interposition cannot see -- and checks that the callback got a
+ * range covering the change.  All scenarios run twice: monitor on, then
+ * muted by the debug switch, where no callback may fire (the events are
+ * still counted).  Then: unwatch and nested watches, ordering (the kernel
+ * blocks the unmapping thread until the event is read; hb_memmon_sync and
+ * hb_memmon_sync_strict close the read->callback and the cross-thread
+ * windows), fork, an unprivileged process, and the start-up failure path.
+ *
+ * A scenario that cannot run here prints "NOT APPLICABLE: <why>"; a known
+ * limit of the mechanism prints "LIMIT: <why>".  Neither passes silently.
+ */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/shm.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../../regcache/memmon.h"
+#include "check.h"
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+#ifndef UFFD_USER_MODE_ONLY
+#define UFFD_USER_MODE_ONLY 1
+#endif
+
+static size_t PG;
+
+/* ---- callback recorder (wait-free, no allocation) -------------------- */
+
+#define MAXREC 8192
+static struct { uintptr_t lo, hi; } rec[MAXREC];
+static atomic_uint nrec;
+static unsigned mark_at;
+static int cb_ctx_ok = 1;
+static int the_ctx;
+
+static void test_cb(void *ctx, const void *addr, size_t len)
+{
+    unsigned i = atomic_fetch_add(&nrec, 1);
+
+    if (ctx != &the_ctx)
+        cb_ctx_ok = 0;
+    if (i < MAXREC) {
+        rec[i].lo = (uintptr_t)addr;
+        rec[i].hi = (uintptr_t)addr + len;
+    }
+}
+
+static void mark(void) { mark_at = atomic_load(&nrec); }
+static unsigned since(void) { return atomic_load(&nrec) - mark_at; }
+
+/* Some single callback since mark() covered [lo, hi). */
+static int covered(uintptr_t lo, uintptr_t hi, uintptr_t *glo, uintptr_t *ghi)
+{
+    unsigned n = atomic_load(&nrec);
+
+    for (unsigned i = mark_at; i < n && i < MAXREC; i++)
+        if (rec[i].lo <= lo && rec[i].hi >= hi) {
+            *glo = rec[i].lo;
+            *ghi = rec[i].hi;
+            return 1;
+        }
+    return 0;
+}
+
+/* Callbacks since mark() overlapping [lo, hi). */
+static unsigned overlapping(uintptr_t lo, uintptr_t hi)
+{
+    unsigned n = atomic_load(&nrec), c = 0;
+
+    for (unsigned i = mark_at; i < n && i < MAXREC; i++)
+        c += rec[i].lo < hi && rec[i].hi > lo;
+    return c;
+}
+
+static double now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+static char *map_anon(size_t len)
+{
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+    if (p == MAP_FAILED) {
+        perror("mmap");
+        exit(99);
+    }
+    memset(p, 0x5a, len);
+    return p;
+}
+
+static int is_mapped(void *p, size_t len)
+{
+    unsigned char v[64];
+
+    return mincore(p, len, v) == 0 || errno != ENOMEM;
+}
+
+/* ---- scenarios --------------------------------------------------------
+ * Each sets *lo/*hi to the range that must be covered (or must overlap,
+ * if *overlap_ok), calls mark() right before the change, and returns 0,
+ * or 1 after printing NOT APPLICABLE.  Cleanup (unwatch) happens after
+ * the checks, in the caller, via the watched range returned in w_lo/w_len.
+ */
+struct run {
+    uintptr_t lo, hi;      /* the change */
+    int overlap_ok;        /* malloc_trim: where it trims is glibc's choice */
+    const void *w_addr;    /* watched, to unwatch afterwards */
+    size_t w_len;
+    void (*cleanup)(struct run *);
+    void *p1, *p2;
+    size_t l1, l2;
+};
+
+static int watch_or_die(const void *a, size_t l)
+{
+    int r = hb_memmon_watch(a, l);
+
+    if (r) {
+        fprintf(stderr, "hb_memmon_watch(%p, %zu) = %d (%s)\n", a, l, r, strerror(-r));
+        CHECK(r == 0);
+    }
+    return r;
+}
+
+static int sc_munmap(struct run *r)
+{
+    char *p = map_anon(8 * PG);
+
+    watch_or_die(p + 2 * PG, 4 * PG);
+    r->w_addr = p + 2 * PG;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p + 2 * PG;
+    r->hi = (uintptr_t)p + 6 * PG;
+    mark();
+    munmap(p, 8 * PG);
+    return 0;
+}
+
+static int sc_mremap_move(struct run *r)
+{
+    char *p = map_anon(4 * PG);
+    char *q = mmap(NULL, 4 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *n;
+
+    watch_or_die(p, 4 * PG);
+    r->w_addr = p;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p;
+    r->hi = (uintptr_t)p + 4 * PG;
+    mark();
+    n = mremap(p, 4 * PG, 4 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, q);
+    CHECK(n == q);
+    r->p1 = q;
+    r->l1 = 4 * PG;
+    return 0;
+}
+
+static int sc_mremap_grow_moves(struct run *r)
+{
+    /* Growth with a mapping right behind: the kernel must move it. */
+    char *p = map_anon(4 * PG);
+    char *g = mmap(p + 4 * PG, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    char *n;
+
+    if (g == MAP_FAILED && errno != EEXIST) {
+        printf("  NOT APPLICABLE: cannot place a guard page: %s\n", strerror(errno));
+        munmap(p, 4 * PG);
+        return 1;
+    }
+    watch_or_die(p, 4 * PG);
+    r->w_addr = p;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p;
+    r->hi = (uintptr_t)p + 4 * PG;
+    mark();
+    n = mremap(p, 4 * PG, 16 * PG, MREMAP_MAYMOVE);
+    CHECK(n != MAP_FAILED && n != p);
+    r->p1 = n;
+    r->l1 = 16 * PG;
+    if (g != MAP_FAILED) {
+        r->p2 = g;
+        r->l2 = PG;
+    }
+    return 0;
+}
+
+static int sc_mremap_shrink(struct run *r)
+{
+    char *p = map_anon(8 * PG);
+    char *n;
+
+    watch_or_die(p, 8 * PG);
+    r->w_addr = p;
+    r->w_len = 8 * PG;
+    r->lo = (uintptr_t)p + 3 * PG;
+    r->hi = (uintptr_t)p + 8 * PG;
+    mark();
+    n = mremap(p, 8 * PG, 3 * PG, 0);
+    CHECK(n == p);
+    r->p1 = p;
+    r->l1 = 3 * PG;
+    return 0;
+}
+
+static int sc_mmap_fixed(struct run *r)
+{
+    char *p = map_anon(4 * PG);
+    char *n;
+
+    watch_or_die(p, 4 * PG);
+    r->w_addr = p;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p + PG;
+    r->hi = (uintptr_t)p + 3 * PG;
+    mark();
+    n = mmap(p + PG, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    CHECK(n == p + PG);
+    r->p1 = p;
+    r->l1 = 4 * PG;
+    return 0;
+}
+
+static int madv(struct run *r, int advice, int shared)
+{
+    char *p = shared ? mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+                     : map_anon(4 * PG);
+
+    CHECK(p != MAP_FAILED);
+    if (shared)
+        memset(p, 0x5a, 4 * PG);
+    if (hb_memmon_watch(p, 4 * PG) != 0) {
+        printf("  NOT APPLICABLE: cannot watch %s memory here (%s)\n",
+               shared ? "shmem" : "anonymous", hb_memmon_describe());
+        munmap(p, 4 * PG);
+        return 1;
+    }
+    r->w_addr = p;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p + PG;
+    r->hi = (uintptr_t)p + 3 * PG;
+    mark();
+    CHECK(madvise(p + PG, 2 * PG, advice) == 0);
+    r->p1 = p;
+    r->l1 = 4 * PG;
+    return 0;
+}
+
+static int sc_madv_dontneed(struct run *r) { return madv(r, MADV_DONTNEED, 0); }
+static int sc_madv_free(struct run *r) { return madv(r, MADV_FREE, 0); }
+static int sc_madv_remove(struct run *r) { return madv(r, MADV_REMOVE, 1); }
+
+static int sc_sbrk_shrink(struct run *r)
+{
+    size_t sz = 64 * PG;
+    char *old = sbrk(0), *p;
+
+    if ((uintptr_t)old & (PG - 1)) { /* align the break first */
+        if (sbrk(PG - ((uintptr_t)old & (PG - 1))) == (void *)-1) {
+            printf("  NOT APPLICABLE: sbrk: %s\n", strerror(errno));
+            return 1;
+        }
+    }
+    p = sbrk((intptr_t)sz);
+    if (p == (void *)-1) {
+        printf("  NOT APPLICABLE: sbrk: %s\n", strerror(errno));
+        return 1;
+    }
+    memset(p, 0x5a, sz);
+    watch_or_die(p, sz);
+    r->w_addr = p;
+    r->w_len = sz;
+    r->lo = (uintptr_t)p + sz / 2;
+    r->hi = (uintptr_t)p + sz;
+    mark();
+    CHECK(sbrk(-(intptr_t)(sz / 2)) != (void *)-1);
+    /* the other half goes back after the checks */
+    r->p2 = p; /* marker: shrink the rest in cleanup */
+    r->l2 = sz / 2;
+    return 0;
+}
+
+static void cleanup_sbrk(struct run *r)
+{
+    if (r->p2)
+        sbrk(-(intptr_t)r->l2);
+    r->p2 = NULL;
+}
+
+static int shm_segment(size_t len, char **out)
+{
+    int id = shmget(IPC_PRIVATE, len, IPC_CREAT | 0600);
+    char *p;
+
+    if (id < 0) {
+        printf("  NOT APPLICABLE: shmget: %s\n", strerror(errno));
+        return -1;
+    }
+    p = shmat(id, NULL, 0);
+    shmctl(id, IPC_RMID, NULL); /* gone at the last detach */
+    if (p == (void *)-1) {
+        printf("  NOT APPLICABLE: shmat: %s\n", strerror(errno));
+        return -1;
+    }
+    memset(p, 0x5a, len);
+    *out = p;
+    return id;
+}
+
+static int sc_shmdt(struct run *r)
+{
+    char *p;
+
+    if (shm_segment(16 * PG, &p) < 0)
+        return 1;
+    if (hb_memmon_watch(p + 4 * PG, 4 * PG) != 0) {
+        printf("  NOT APPLICABLE: cannot watch SysV shm here (%s)\n", hb_memmon_describe());
+        shmdt(p);
+        return 1;
+    }
+    r->w_addr = p + 4 * PG;
+    r->w_len = 4 * PG;
+    r->lo = (uintptr_t)p;
+    r->hi = (uintptr_t)p + 16 * PG;
+    mark();
+    CHECK(shmdt(p) == 0);
+    return 0;
+}
+
+static int sc_shmat_remap(struct run *r)
+{
+    char *p = map_anon(16 * PG), *s;
+    int id = shmget(IPC_PRIVATE, 16 * PG, IPC_CREAT | 0600);
+
+    if (id < 0) {
+        printf("  NOT APPLICABLE: shmget: %s\n", strerror(errno));
+        munmap(p, 16 * PG);
+        return 1;
+    }
+    watch_or_die(p, 16 * PG);
+    r->w_addr = p;
+    r->w_len = 16 * PG;
+    r->lo = (uintptr_t)p;
+    r->hi = (uintptr_t)p + 16 * PG;
+    mark();
+    s = shmat(id, p, SHM_REMAP);
+    shmctl(id, IPC_RMID, NULL);
+    CHECK(s == p);
+    r->p1 = s;
+    return 0;
+}
+
+static void cleanup_shmat(struct run *r)
+{
+    if (r->p1)
+        shmdt(r->p1);
+    r->p1 = NULL;
+}
+
+static int sc_free_large(struct run *r)
+{
+    char *b = malloc(1 << 20);
+
+    memset(b, 0x5a, 1 << 20);
+    watch_or_die(b, 1 << 20);
+    r->w_addr = b;
+    r->w_len = 1 << 20;
+    r->lo = (uintptr_t)b;
+    r->hi = (uintptr_t)b + (1 << 20);
+    mark();
+    free(b); /* glibc: munmap_chunk -> __munmap */
+    return 0;
+}
+
+static int sc_realloc_grow(struct run *r)
+{
+    char *b = malloc(1 << 20), *g, *n;
+    size_t usable = malloc_usable_size(b);
+
+    memset(b, 0x5a, 1 << 20);
+    /* The chunk's mapping ends at b + usable; occupy the next page so the
+     * growth cannot happen in place (it may be occupied already). */
+    g = mmap(b + usable, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    watch_or_die(b, 1 << 20);
+    r->w_addr = b;
+    r->w_len = 1 << 20;
+    r->lo = (uintptr_t)b;
+    r->hi = (uintptr_t)b + (1 << 20);
+    mark();
+    n = realloc(b, 4 << 20); /* glibc: mremap_chunk -> __mremap */
+    CHECK(n != NULL);
+    if (n == b)
+        printf("  NOT APPLICABLE: realloc grew the block in place (no change to report)\n");
+    r->p1 = n;
+    if (g != MAP_FAILED) {
+        r->p2 = g;
+        r->l2 = PG;
+    }
+    return n == b;
+}
+
+static void cleanup_malloc(struct run *r)
+{
+    free(r->p1);
+    r->p1 = NULL;
+}
+
+static int sc_realloc_shrink(struct run *r)
+{
+    char *b = malloc(4 << 20), *n;
+
+    memset(b, 0x5a, 4 << 20);
+    watch_or_die(b, 4 << 20);
+    r->w_addr = b;
+    r->w_len = 4 << 20;
+    r->lo = (uintptr_t)b + (1 << 20) + PG; /* the tail beyond the new end */
+    r->hi = (uintptr_t)b + (4 << 20) - PG;
+    mark();
+    n = realloc(b, 1 << 20); /* glibc: mremap_chunk shrinks in place */
+    CHECK(n == b);
+    r->p1 = n;
+    return 0;
+}
+
+#define NSMALL 8192
+#define SMALL 2000
+static char *small[NSMALL + 1];
+
+static int trim(struct run *r, int keep_last)
+{
+    uintptr_t lo, hi;
+    int released;
+
+    for (int i = 0; i <= NSMALL; i++) {
+        small[i] = malloc(SMALL);
+        memset(small[i], 0x5a, SMALL);
+    }
+    lo = ((uintptr_t)small[0] + PG - 1) & ~(PG - 1);
+    hi = (uintptr_t)small[NSMALL - 1] & ~(PG - 1);
+    if (hi <= lo + 16 * PG || (uintptr_t)small[NSMALL - 1] < (uintptr_t)small[0]) {
+        printf("  NOT APPLICABLE: small blocks are not laid out contiguously\n");
+        for (int i = 0; i <= NSMALL; i++)
+            free(small[i]);
+        return 1;
+    }
+    watch_or_die((void *)lo, hi - lo);
+    r->w_addr = (void *)lo;
+    r->w_len = hi - lo;
+    r->lo = lo;
+    r->hi = hi;
+    r->overlap_ok = 1;
+    for (int i = 0; i < NSMALL; i++)
+        free(small[i]); /* M_TRIM_THRESHOLD is huge: free() never trims */
+    if (!keep_last)
+        free(small[NSMALL]);
+    mark();
+    released = malloc_trim(0); /* glibc: __madvise(DONTNEED) and/or sbrk(-n) */
+    if (keep_last)
+        r->p1 = small[NSMALL];
+    if (!released) {
+        printf("  NOT APPLICABLE: malloc_trim(0) returned no memory\n");
+        return 1;
+    }
+    return 0;
+}
+
+static int sc_trim_madvise(struct run *r) { return trim(r, 1); }
+static int sc_trim_top(struct run *r) { return trim(r, 0); }
+
+struct scenario {
+    const char *name;
+    int (*run)(struct run *);
+    void (*cleanup)(struct run *);
+};
+
+static const struct scenario scenarios[] = {
+    {"munmap", sc_munmap, NULL},
+    {"mremap move (MREMAP_FIXED)", sc_mremap_move, NULL},
+    {"mremap grow, forced to move", sc_mremap_grow_moves, NULL},
+    {"mremap shrink", sc_mremap_shrink, NULL},
+    {"mmap MAP_FIXED over the range", sc_mmap_fixed, NULL},
+    {"madvise MADV_DONTNEED", sc_madv_dontneed, NULL},
+    {"madvise MADV_FREE", sc_madv_free, NULL},
+    {"madvise MADV_REMOVE (shmem)", sc_madv_remove, NULL},
+    {"sbrk shrink", sc_sbrk_shrink, cleanup_sbrk},
+    {"shmdt", sc_shmdt, NULL},
+    {"shmat SHM_REMAP over the range", sc_shmat_remap, cleanup_shmat},
+    {"free() of a 1 MiB malloc (glibc __munmap)", sc_free_large, NULL},
+    {"realloc() 1 -> 4 MiB (glibc __mremap move)", sc_realloc_grow, cleanup_malloc},
+    {"realloc() 4 -> 1 MiB (glibc __mremap shrink)", sc_realloc_shrink, cleanup_malloc},
+    {"malloc_trim(0), interior pages (glibc __madvise)", sc_trim_madvise, cleanup_malloc},
+    {"malloc_trim(0), heap top (glibc sbrk shrink)", sc_trim_top, NULL},
+};
+#define NSCEN (sizeof scenarios / sizeof scenarios[0])
+
+static void run_scenarios(int muted)
+{
+    printf("== scenarios, monitor %s ==\n", muted ? "MUTED (debug switch)" : "on");
+    hb_memmon_set_muted(muted);
+    for (size_t i = 0; i < NSCEN; i++) {
+        struct run r;
+        struct hb_memmon_stats s0, s1;
+        uintptr_t glo = 0, ghi = 0;
+        unsigned got;
+
+        memset(&r, 0, sizeof r);
+        hb_memmon_stats(&s0);
+        printf("%-50s", scenarios[i].name);
+        fflush(stdout);
+        if (scenarios[i].run(&r) != 0) {
+            if (r.w_addr)
+                hb_memmon_unwatch(r.w_addr, r.w_len);
+            if (scenarios[i].cleanup)
+                scenarios[i].cleanup(&r);
+            continue;
+        }
+        hb_memmon_sync();
+        got = since();
+        hb_memmon_stats(&s1);
+        if (!muted) {
+            if (r.overlap_ok) {
+                unsigned n = overlapping(r.lo, r.hi);
+                printf(" ok? %u callback(s) overlap the watched heap [%#lx, %#lx)\n",
+                       n, (unsigned long)r.lo, (unsigned long)r.hi);
+                CHECK(n > 0);
+            } else if (covered(r.lo, r.hi, &glo, &ghi)) {
+                printf(" ok: callback [%#lx, %#lx) covers [%#lx, %#lx)\n",
+                       (unsigned long)glo, (unsigned long)ghi,
+                       (unsigned long)r.lo, (unsigned long)r.hi);
+            } else {
+                printf(" FAILED: no callback covers [%#lx, %#lx) (%u callbacks)\n",
+                       (unsigned long)r.lo, (unsigned long)r.hi, got);
+                CHECK(!"callback covering the change");
+            }
+        } else {
+            printf(" %s: %u callback(s), %llu event(s) dropped\n",
+                   got == 0 ? "ok" : "FAILED", got,
+                   (unsigned long long)(s1.muted - s0.muted));
+            CHECK_EQ_U64(got, 0);
+            CHECK(s1.muted > s0.muted);
+        }
+        if (r.w_addr)
+            hb_memmon_unwatch(r.w_addr, r.w_len);
+        if (scenarios[i].cleanup)
+            scenarios[i].cleanup(&r);
+        if (r.p1 && !scenarios[i].cleanup)
+            munmap(r.p1, r.l1);
+        if (r.p2 && !scenarios[i].cleanup)
+            munmap(r.p2, r.l2);
+        else if (r.p2 && scenarios[i].cleanup == cleanup_malloc)
+            munmap(r.p2, r.l2);
+    }
+    hb_memmon_set_muted(0);
+}
+
+/* ---- limits, printed --------------------------------------------------- */
+
+static void limits(void)
+{
+    char *p;
+    int id, r;
+    struct hb_memmon_stats s0, s1;
+
+    printf("== limits ==\n");
+    /* raw shmdt syscall: the kernel reports nothing, the hook is bypassed */
+    id = shm_segment(4 * PG, &p);
+    if (id >= 0 && hb_memmon_watch(p, 4 * PG) == 0) {
+        hb_memmon_stats(&s0);
+        mark();
+        CHECK(syscall(SYS_shmdt, p) == 0);
+        hb_memmon_sync();
+        hb_memmon_stats(&s1);
+        printf("LIMIT: raw syscall(SYS_shmdt) bypasses the shmdt() hook and the kernel "
+               "sends no userfaultfd event for shmdt: %u callback(s)\n", since());
+        hb_memmon_unwatch(p, 4 * PG);
+    }
+    /* file-backed private mapping (our own text): not watchable */
+    r = hb_memmon_watch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
+    printf("LIMIT: watching a file-backed mapping (program text) fails: %d (%s); "
+           "the caller must not cache such ranges\n", r, strerror(-r));
+    CHECK(r < 0);
+    if (r == 0)
+        hb_memmon_unwatch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
+    /* an unmapped range */
+    p = map_anon(PG);
+    munmap(p, PG);
+    r = hb_memmon_watch(p, PG);
+    printf("watching an unmapped range fails: %d (%s)\n", r, strerror(-r));
+    CHECK(r < 0);
+}
+
+/* ---- unwatch, nesting ------------------------------------------------ */
+
+static void unwatch_tests(void)
+{
+    struct hb_memmon_stats s0, s1;
+    char *p = map_anon(4 * PG);
+
+    printf("== unwatch ==\n");
+    CHECK(hb_memmon_watch(p, 4 * PG) == 0);
+    hb_memmon_unwatch(p, 4 * PG);
+    hb_memmon_stats(&s0);
+    mark();
+    madvise(p, 4 * PG, MADV_DONTNEED);
+    hb_memmon_sync();
+    hb_memmon_stats(&s1);
+    printf("after unwatch: %llu remove event(s) (want 0)\n",
+           (unsigned long long)(s1.remove_events - s0.remove_events));
+    CHECK_EQ_U64(s1.remove_events - s0.remove_events, 0);
+
+    /* nested: A = pages 0-1, B = pages 1-2 */
+    CHECK(hb_memmon_watch(p, 2 * PG) == 0);
+    CHECK(hb_memmon_watch(p + PG, 2 * PG) == 0);
+    hb_memmon_stats(&s0);
+    CHECK_EQ_U64(s0.watched_bytes, 3 * PG);
+    hb_memmon_unwatch(p, 2 * PG); /* page 1 still watched by B */
+    hb_memmon_stats(&s0);
+    CHECK_EQ_U64(s0.watched_bytes, 2 * PG);
+    madvise(p, PG, MADV_DONTNEED);
+    hb_memmon_sync();
+    hb_memmon_stats(&s1);
+    CHECK_EQ_U64(s1.remove_events - s0.remove_events, 0);
+    madvise(p + PG, PG, MADV_DONTNEED);
+    hb_memmon_sync();
+    hb_memmon_stats(&s1);
+    printf("nested watches: page 0 unwatched (0 events), page 1 still watched (%llu event)\n",
+           (unsigned long long)(s1.remove_events - s0.remove_events));
+    CHECK_EQ_U64(s1.remove_events - s0.remove_events, 1);
+    hb_memmon_unwatch(p + PG, 2 * PG);
+    hb_memmon_stats(&s0);
+    CHECK_EQ_U64(s0.watched_bytes, 0);
+
+    /* unmapped pages: unwatch must not UNREGISTER (someone else's now) */
+    CHECK(hb_memmon_watch(p, PG) == 0);
+    munmap(p, 4 * PG);
+    hb_memmon_sync();
+    hb_memmon_stats(&s0);
+    hb_memmon_unwatch(p, PG);
+    hb_memmon_stats(&s1);
+    printf("unwatch after munmap: %llu unregister, %llu skipped as dead\n",
+           (unsigned long long)(s1.unregisters - s0.unregisters),
+           (unsigned long long)(s1.dead_skips - s0.dead_skips));
+    CHECK_EQ_U64(s1.unregisters - s0.unregisters, 0);
+    CHECK_EQ_U64(s1.dead_skips - s0.dead_skips, 1);
+}
+
+/* ---- ordering -------------------------------------------------------- */
+
+static void *unmapper(void *arg)
+{
+    char *p = arg;
+
+    munmap(p, 4 * PG);
+    return NULL;
+}
+
+static void ordering_tests(void)
+{
+    char *p;
+    double t0, t;
+    unsigned c1, c2;
+    pthread_t th;
+
+    printf("== ordering ==\n");
+    /* 1. the kernel holds munmap until the monitor reads the event */
+    p = map_anon(4 * PG);
+    CHECK(hb_memmon_watch(p, 4 * PG) == 0);
+    hb_memmon_debug_delays(200000, 0);
+    t0 = now();
+    munmap(p, 4 * PG);
+    t = now() - t0;
+    hb_memmon_debug_delays(0, 0);
+    hb_memmon_sync();
+    printf("munmap with the monitor 200 ms late to read: returned after %.0f ms\n", t * 1e3);
+    CHECK(t > 0.15);
+    hb_memmon_unwatch(p, 4 * PG);
+
+    /* 2. read -> callback window; hb_memmon_sync waits for the callback */
+    p = map_anon(4 * PG);
+    CHECK(hb_memmon_watch(p, 4 * PG) == 0);
+    hb_memmon_debug_delays(0, 200000);
+    mark();
+    munmap(p, 4 * PG);
+    c1 = since();
+    t0 = now();
+    hb_memmon_sync();
+    t = now() - t0;
+    c2 = since();
+    hb_memmon_debug_delays(0, 0);
+    printf("callback 200 ms after read: %u callback(s) when munmap returned, %u after "
+           "hb_memmon_sync (waited %.0f ms)\n", c1, c2, t * 1e3);
+    CHECK_EQ_U64(c1, 0);
+    CHECK(c2 >= 1);
+    hb_memmon_unwatch(p, 4 * PG);
+
+    /* 3. another thread's munmap still waiting in the queue: hb_memmon_sync
+     *    cannot see it, hb_memmon_sync_strict waits for it */
+    p = map_anon(4 * PG);
+    CHECK(hb_memmon_watch(p, 4 * PG) == 0);
+    hb_memmon_debug_delays(300000, 0);
+    mark();
+    CHECK(pthread_create(&th, NULL, unmapper, p) == 0);
+    while (is_mapped(p, 4 * PG))
+        sched_yield();
+    hb_memmon_sync();
+    c1 = since();
+    t0 = now();
+    hb_memmon_sync_strict();
+    t = now() - t0;
+    c2 = since();
+    pthread_join(th, NULL);
+    hb_memmon_debug_delays(0, 0);
+    printf("other thread's munmap done, event unread: %u callback(s) after hb_memmon_sync, "
+           "%u after hb_memmon_sync_strict (waited %.0f ms)\n", c1, c2, t * 1e3);
+    CHECK_EQ_U64(c1, 0);
+    CHECK(c2 >= 1);
+    hb_memmon_unwatch(p, 4 * PG);
+}
+
+/* ---- fork, privileges, start-up ---------------------------------------- */
+
+static void fork_tests(void)
+{
+    char *p = map_anon(4 * PG);
+    struct hb_memmon_stats s0, s1;
+    int st = -1;
+    pid_t pid;
+
+    printf("== fork ==\n");
+    CHECK(hb_memmon_watch(p, 4 * PG) == 0);
+    hb_memmon_stats(&s0);
+    pid = fork();
+    if (pid == 0) {
+        char why[256];
+        int r;
+        char *q;
+
+        if (hb_memmon_active())
+            _exit(2);
+        if (hb_memmon_watch(p, PG) != -ECHILD)
+            _exit(3);
+        munmap(p, 4 * PG); /* not watched in the child: must not block */
+        /* the child can start its own monitor */
+        if (hb_memmon_start(test_cb, &the_ctx, why, sizeof why) != 0) {
+            fprintf(stderr, "child start: %s\n", why);
+            _exit(4);
+        }
+        q = map_anon(PG);
+        if (hb_memmon_watch(q, PG) != 0)
+            _exit(5);
+        mark();
+        munmap(q, PG);
+        hb_memmon_sync();
+        r = since() >= 1 ? 0 : 6;
+        hb_memmon_stop();
+        _exit(r);
+    }
+    CHECK(pid > 0);
+    waitpid(pid, &st, 0);
+    hb_memmon_sync();
+    hb_memmon_stats(&s1);
+    printf("child: exit %d (0: monitor off after fork, child munmap unblocked, "
+           "restart works); parent saw %llu event(s) from the child\n",
+           WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           (unsigned long long)(s1.unmap_events - s0.unmap_events));
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+    CHECK_EQ_U64(s1.unmap_events - s0.unmap_events, 0);
+    mark();
+    munmap(p, 4 * PG);
+    hb_memmon_sync();
+    printf("parent after fork: munmap -> %u callback(s)\n", since());
+    CHECK(since() >= 1);
+    hb_memmon_unwatch(p, 4 * PG);
+}
+
+static void unprivileged_test(void)
+{
+    int st = -1;
+    pid_t pid;
+
+    printf("== unprivileged process ==\n");
+    if (geteuid() != 0) {
+        printf("  NOT APPLICABLE: not root, cannot switch to uid 65534 (this run is "
+               "unprivileged already: start succeeded above)\n");
+        return;
+    }
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        char why[256], sys[8] = "?";
+        int fd, e, r;
+        FILE *f = fopen("/proc/sys/vm/unprivileged_userfaultfd", "r");
+
+        if (f) {
+            if (!fgets(sys, sizeof sys, f))
+                strcpy(sys, "?");
+            sys[strcspn(sys, "\n")] = 0;
+            fclose(f);
+        }
+        if (setgroups(0, NULL) || setgid(65534) || setuid(65534))
+            _exit(10);
+        fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
+        e = errno;
+        printf("uid 65534, vm.unprivileged_userfaultfd=%s: userfaultfd() without "
+               "UFFD_USER_MODE_ONLY -> %s\n", sys, fd >= 0 ? "ok" : strerror(e));
+        if (fd >= 0)
+            close(fd);
+        r = hb_memmon_start(test_cb, &the_ctx, why, sizeof why);
+        printf("uid 65534: hb_memmon_start -> %d: %s\n", r, r ? why : hb_memmon_describe());
+        fflush(stdout);
+        if (r == 0) {
+            char *q = map_anon(PG);
+            if (hb_memmon_watch(q, PG) != 0)
+                _exit(12);
+            mark();
+            munmap(q, PG);
+            hb_memmon_sync();
+            r = since() >= 1 ? 0 : 13;
+            hb_memmon_stop();
+            _exit(r);
+        }
+        _exit(11);
+    }
+    waitpid(pid, &st, 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
+static void startup_tests(void)
+{
+    char why[256];
+    int r;
+
+    printf("== start-up ==\n");
+    r = hb_memmon_start(test_cb, &the_ctx, why, sizeof why);
+    printf("second start -> %d: %s\n", r, why);
+    CHECK(r == -1 && why[0]);
+}
+
+static void disabled_test(void)
+{
+    char why[256];
+    int r;
+
+    setenv("HOTBUF_MEMMON", "none", 1);
+    r = hb_memmon_start(test_cb, &the_ctx, why, sizeof why);
+    unsetenv("HOTBUF_MEMMON");
+    printf("HOTBUF_MEMMON=none -> %d: %s\n", r, why);
+    CHECK(r == -1 && strstr(why, "disabled"));
+    CHECK(!hb_memmon_active());
+    CHECK(hb_memmon_watch(&r, sizeof r) == -ENODEV);
+    setenv("HOTBUF_MEMMON", "bogus", 1);
+    r = hb_memmon_start(test_cb, &the_ctx, why, sizeof why);
+    unsetenv("HOTBUF_MEMMON");
+    printf("HOTBUF_MEMMON=bogus -> %d: %s\n", r, why);
+    CHECK(r == -1);
+}
+
+static void env_off_test(void)
+{
+    char why[256];
+    char *p;
+    int r;
+
+    setenv("HOTBUF_MEMMON", "off", 1);
+    r = hb_memmon_start(test_cb, &the_ctx, why, sizeof why);
+    unsetenv("HOTBUF_MEMMON");
+    printf("HOTBUF_MEMMON=off -> %d: %s\n", r, hb_memmon_describe());
+    CHECK(r == 0);
+    if (r)
+        return;
+    p = map_anon(PG);
+    CHECK(hb_memmon_watch(p, PG) == 0);
+    mark();
+    munmap(p, PG);
+    hb_memmon_sync();
+    CHECK_EQ_U64(since(), 0);
+    hb_memmon_unwatch(p, PG);
+    hb_memmon_stop();
+}
+
+int main(void)
+{
+    char why[256];
+    struct hb_memmon_stats s;
+
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    PG = (size_t)sysconf(_SC_PAGESIZE);
+    /* Deterministic glibc: 1 MiB blocks always mmap'ed, free() never trims. */
+    mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+    mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024);
+    mallopt(M_TOP_PAD, 0);
+
+    disabled_test();
+    env_off_test();
+    if (hb_memmon_start(test_cb, &the_ctx, why, sizeof why) != 0) {
+        printf("memory monitor unavailable on this machine: %s\n", why);
+        printf("NOT APPLICABLE: every event test (the caller would fall back)\n");
+        CHECK(!"memory monitor available (expected on the project's hosts)");
+        return CHECK_DONE();
+    }
+    printf("mechanism: %s\n", hb_memmon_describe());
+    startup_tests();
+    run_scenarios(0);
+    run_scenarios(1);
+    limits();
+    unwatch_tests();
+    ordering_tests();
+    fork_tests();
+    unprivileged_test();
+    CHECK(cb_ctx_ok);
+    hb_memmon_stats(&s);
+    printf("stats: unmap %llu remove %llu remap %llu fault %llu shmdt %llu shmat %llu "
+           "callbacks %llu muted %llu watch %llu (failed %llu) unwatch %llu "
+           "unregister %llu dead-skip %llu watched %llu B\n",
+           (unsigned long long)s.unmap_events, (unsigned long long)s.remove_events,
+           (unsigned long long)s.remap_events, (unsigned long long)s.fault_events,
+           (unsigned long long)s.shmdt_hooks, (unsigned long long)s.shmat_hooks,
+           (unsigned long long)s.callbacks, (unsigned long long)s.muted,
+           (unsigned long long)s.watch_calls, (unsigned long long)s.watch_failures,
+           (unsigned long long)s.unwatch_calls, (unsigned long long)s.unregisters,
+           (unsigned long long)s.dead_skips, (unsigned long long)s.watched_bytes);
+    CHECK_EQ_U64(s.fault_events, 0);
+    hb_memmon_stop();
+    CHECK(!hb_memmon_active());
+    return CHECK_DONE();
+}
