@@ -17,11 +17,11 @@ const struct hb_var_desc hb_var_table[] = {
 const size_t hb_var_count = sizeof(hb_var_table) / sizeof(hb_var_table[0]);
 
 static const char *const report_words[] = {"off", "text", "json", "both", NULL};
+static const char *const memmon_words[] = {"on", "off", "none", NULL};
 
 const char *const *hb_var_enum_words(const struct hb_var_desc *d)
 {
-    (void)d; /* HOTBUF_REPORT is the only enum */
-    return report_words;
+    return !strcmp(d->name, "HOTBUF_MEMMON") ? memmon_words : report_words;
 }
 
 /* Parses text into a double, with an optional binary size suffix for
@@ -113,7 +113,14 @@ static void describe_range(const struct hb_var_desc *d, char *buf, size_t len)
 {
     switch (d->type) {
     case HB_VAR_BOOL: snprintf(buf, len, "0 or 1 (or no/yes, off/on, false/true)"); return;
-    case HB_VAR_ENUM: snprintf(buf, len, "off, text, json or both"); return;
+    case HB_VAR_ENUM: {
+        const char *const *w = hb_var_enum_words(d);
+        size_t used = 0;
+        for (int i = 0; w[i] && used < len; i++)
+            used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? (w[i + 1] ? ", " : " or ") : "",
+                                     w[i]);
+        return;
+    }
     case HB_VAR_SIZE:
         snprintf(buf, len, "a byte count (suffix K, M or G allowed) in %.0f..%.0f", d->min, d->max);
         return;

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 enum hb_report_mode { HB_REPORT_OFF, HB_REPORT_TEXT, HB_REPORT_JSON, HB_REPORT_BOTH };
+enum hb_memmon_mode { HB_MEMMON_ON, HB_MEMMON_OFF, HB_MEMMON_NONE };
 
 enum hb_var_type { HB_VAR_BOOL, HB_VAR_INT, HB_VAR_SIZE, HB_VAR_DOUBLE, HB_VAR_ENUM, HB_VAR_STRING };
 
@@ -34,7 +35,7 @@ struct hb_var_desc {
 extern const struct hb_var_desc hb_var_table[];
 extern const size_t hb_var_count;
 
-/* Accepted words for HB_VAR_ENUM variables (HOTBUF_REPORT). */
+/* Accepted words for HB_VAR_ENUM variables (HOTBUF_REPORT, HOTBUF_MEMMON). */
 const char *const *hb_var_enum_words(const struct hb_var_desc *d);
 
 /* Fill *cfg from the environment via getenv_fn (getenv in production).

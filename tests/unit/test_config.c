@@ -102,6 +102,10 @@ static const struct {
     {"HOTBUF_REPORT_SITES", "10"},
     {"HOTBUF_REPORT_BUFFERS", "3"},
     {"HOTBUF_DEVICE", ""},
+    {"HOTBUF_PORT", "1"},
+    {"HOTBUF_REGCACHE_MAX_ENTRIES", "4096"},
+    {"HOTBUF_REGCACHE_MAX_BYTES", "0"},
+    {"HOTBUF_MEMMON", "on"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -135,6 +139,10 @@ static void test_defaults(void)
     CHECK(cfg.report_sites == 10);
     CHECK(cfg.report_buffers == 3);
     CHECK(cfg.device && !strcmp(cfg.device, ""));
+    CHECK(cfg.port == 1);
+    CHECK(cfg.regcache_entries == 4096);
+    CHECK_EQ_U64(cfg.regcache_bytes, 0);
+    CHECK(cfg.memmon == HB_MEMMON_ON);
 
     /* Every table row has an expectation, and each formats as expected. */
     CHECK_EQ_U64(hb_var_count, NDEFAULTS);
@@ -422,6 +430,10 @@ static const struct {
     {"HOTBUF_REPORT_SITES", "20"},
     {"HOTBUF_REPORT_BUFFERS", "5"},
     {"HOTBUF_DEVICE", "rxe0"},
+    {"HOTBUF_PORT", "2"},
+    {"HOTBUF_REGCACHE_MAX_ENTRIES", "64"},
+    {"HOTBUF_REGCACHE_MAX_BYTES", "64M"},
+    {"HOTBUF_MEMMON", "None"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 
