@@ -8,8 +8,10 @@
  *   - A monitor thread polls the fd and an eventfd (stop).  For each wake
  *     it makes `seq` odd, reads every queued message (each read completes
  *     the event and lets the unmapping thread continue), calls the
- *     callback for each, and makes `seq` even again.  hb_memmon_sync()
- *     waits for even; hb_memmon_sync_strict() also waits for the queue.
+ *     callback for each, and makes `seq` even again.  hb_memmon_sync_local()
+ *     waits for even; hb_memmon_sync() first waits until the
+ *     kernel's mmap_changing count of our context is zero (probed with a
+ *     no-op write-protect ioctl that fails with EAGAIN while it is not).
  *   - The watch table (sorted, disjoint page ranges with a watch count)
  *     lets nested watches share pages: UFFDIO_UNREGISTER is issued only
  *     when the last watch of a page goes.  Pages an UNMAP/REMAP event
@@ -41,6 +43,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,15 +57,15 @@
 #ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
 #define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
 #endif
-#ifndef MAP_FIXED_NOREPLACE
-#define MAP_FIXED_NOREPLACE 0x100000
+#ifndef UFFD_FEATURE_WP_ASYNC
+#define UFFD_FEATURE_WP_ASYNC (1 << 15)
 #endif
 
 #define NEEDED_EVENTS                                                      \
     (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                \
      UFFD_FEATURE_EVENT_REMAP)
 #define MSG_BATCH 32
-#define DEAD_SLOTS 256
+#define DEAD_SLOTS 1024
 #define THREAD_STACK (256 * 1024)
 #define TABLE_INITIAL 64
 
@@ -80,7 +83,10 @@ struct seg {
 
 static struct {
     atomic_int state;
+    atomic_int broken;     /* our fd was closed/replaced behind our back */
     int forked;            /* stopped by fork in this (child) process */
+    dev_t fd_dev;          /* identity of the userfaultfd, to notice that */
+    ino_t fd_ino;
     pid_t owner;
     int fd;                /* the userfaultfd, -1 when stopped */
     int wakefd;            /* eventfd that stops the thread */
@@ -94,7 +100,10 @@ static struct {
     atomic_uint wake_delay_us, dispatch_delay_us;
     uintptr_t page;
     int user_mode_only;
+    int wp_async;          /* any memory type can be watched (>= 6.7) */
     int shmem_ok;
+    char *probe;           /* PROT_NONE page, never registered */
+    atomic_int probe_ok;   /* the mmap_changing probe works */
     char desc[320];
 
     pthread_mutex_t lock; /* the table; never taken by the thread */
@@ -109,7 +118,7 @@ static struct {
 
 static struct {
     atomic_ullong unmap, remove, remap, fault, shmdt, shmat, callbacks,
-        muted, watch, watch_fail, unwatch, unreg, dead_skip;
+        muted, watch, watch_fail, unwatch, unreg, dead_skip, probe_stuck;
 } C;
 
 static void counters_reset(void)
@@ -118,7 +127,7 @@ static void counters_reset(void)
                             &C.fault,    &C.shmdt,      &C.shmat,
                             &C.callbacks, &C.muted,     &C.watch,
                             &C.watch_fail, &C.unwatch,  &C.unreg,
-                            &C.dead_skip};
+                            &C.dead_skip, &C.probe_stuck};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         atomic_store_explicit(all[i], 0, memory_order_relaxed);
 }
@@ -238,6 +247,31 @@ static void drain_events(void)
     atomic_fetch_add(&M.seq, 1);
 }
 
+/* Is M.fd still our userfaultfd?  An application that closes file
+ * descriptors it does not own would drop every registration (munmaps no
+ * longer wait, events are lost) and the number may then name another
+ * file, which we must neither read nor close. */
+static int fd_is_ours(void)
+{
+    struct stat st;
+
+    return M.fd >= 0 && fstat(M.fd, &st) == 0 && st.st_dev == M.fd_dev &&
+           st.st_ino == M.fd_ino;
+}
+
+/* Monitor thread only: events may have been lost, so invalidate
+ * everything once and stop for good (watch fails from now on). */
+static void go_broken(void)
+{
+    atomic_fetch_add(&M.seq, 1); /* odd: sync waits for the invalidation */
+    deliver(&C.unmap, 0, UINTPTR_MAX);
+    snprintf(M.desc, sizeof M.desc,
+             "memory monitor BROKEN: its userfaultfd was closed by someone else; "
+             "everything invalidated, nothing can be watched any more");
+    atomic_store(&M.broken, 1);
+    atomic_fetch_add(&M.seq, 1);
+}
+
 static void *monitor_main(void *arg)
 {
     struct pollfd p[2] = {{M.fd, POLLIN, 0}, {M.wakefd, POLLIN, 0}};
@@ -248,9 +282,16 @@ static void *monitor_main(void *arg)
         int n = poll(p, 2, -1);
 
         if (n < 0) {
-            if (errno == EINTR)
-                continue;
+            /* Never leave: unmapping threads would wait for us forever. */
+            if (errno != EINTR)
+                sleep_us(1000);
+            continue;
+        }
+        if (p[1].revents & POLLIN)
             break;
+        if ((p[0].revents & (POLLERR | POLLNVAL | POLLHUP)) || !fd_is_ours()) {
+            go_broken();
+            return NULL;
         }
         if (p[0].revents & POLLIN) {
             delay = atomic_load_explicit(&M.wake_delay_us, memory_order_relaxed);
@@ -258,10 +299,6 @@ static void *monitor_main(void *arg)
                 sleep_us(delay);
             drain_events();
         }
-        if (p[1].revents & POLLIN)
-            break;
-        if (p[0].revents & (POLLERR | POLLNVAL))
-            sleep_us(1000); /* never expected; do not spin */
     }
     drain_events(); /* release anyone still waiting */
     return NULL;
@@ -294,7 +331,7 @@ void hb_memmon__hook_leave(void)
 
 /* ---- sync ------------------------------------------------------------- */
 
-void hb_memmon_sync(void)
+void hb_memmon_sync_local(void)
 {
     unsigned spins = 0;
 
@@ -303,14 +340,37 @@ void hb_memmon_sync(void)
         cpu_relax(&spins);
 }
 
-void hb_memmon_sync_strict(void)
+/* 1 while some unmap/remove/remap event of ours is between its "prep"
+ * (under mmap_lock, before the pages change) and the end of its wait
+ * (after the monitor read it): the kernel's ctx->mmap_changing, visible
+ * as EAGAIN from a write-protect ioctl.  The probe page is mapped but not
+ * registered, so when nothing is changing the ioctl fails with ENOENT and
+ * touches nothing. */
+static int probe_changing(void)
+{
+    struct uffdio_writeprotect wp;
+
+    memset(&wp, 0, sizeof wp);
+    wp.range.start = (uintptr_t)M.probe;
+    wp.range.len = M.page;
+    return ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp) != 0 && errno == EAGAIN;
+}
+
+static double mono_now(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
+}
+
+/* Fallback when the probe is unusable: wait until the queue is empty
+ * while seq stays even.  Misses an event whose unmap is done but which
+ * is not queued yet (a few instructions in the kernel). */
+static void sync_poll(void)
 {
     unsigned spins = 0;
 
-    if (atomic_load(&M.state) != ST_RUNNING) {
-        hb_memmon_sync();
-        return;
-    }
     for (;;) {
         unsigned long s = atomic_load(&M.seq);
         struct pollfd p = {M.fd, POLLIN, 0};
@@ -319,8 +379,6 @@ void hb_memmon_sync_strict(void)
             cpu_relax(&spins);
             continue;
         }
-        /* Queue empty while seq stayed even: everything queued before
-         * the poll was read by a drain that finished before we loaded s. */
         if (poll(&p, 1, 0) > 0 && (p.revents & POLLIN)) {
             cpu_relax(&spins);
             continue;
@@ -328,6 +386,58 @@ void hb_memmon_sync_strict(void)
         if (atomic_load(&M.seq) == s)
             return;
     }
+}
+
+void hb_memmon_sync(void)
+{
+    int saved = errno;
+    unsigned spins = 0, n = 0;
+    unsigned long s0;
+    double t0 = 0;
+
+    if (atomic_load(&M.state) != ST_RUNNING || atomic_load(&M.broken)) {
+        hb_memmon_sync_local();
+        return;
+    }
+    if (!atomic_load_explicit(&M.probe_ok, memory_order_relaxed)) {
+        sync_poll();
+        errno = saved;
+        return;
+    }
+    s0 = atomic_load(&M.seq);
+    while (probe_changing()) {
+        cpu_relax(&spins);
+        if ((++n & 1023) != 0)
+            continue;
+        if (t0 == 0) {
+            t0 = mono_now();
+        } else if (mono_now() - t0 > 0.1 && atomic_load(&M.seq) == s0) {
+            struct pollfd p = {M.fd, POLLIN, 0};
+
+            if (poll(&p, 1, 0) == 0) {
+                /* Changing for 100 ms with nothing queued and nothing
+                 * read: a leaked count (kernel bug).  Use poll from now. */
+                atomic_store(&M.probe_ok, 0);
+                inc(&C.probe_stuck);
+                sync_poll();
+                errno = saved;
+                return;
+            }
+            t0 = mono_now();
+            s0 = atomic_load(&M.seq);
+        }
+    }
+    /* Every event begun before the probe has been read; the drain that
+     * read it made seq odd before reading, so wait for even.  (The fence
+     * orders our loads after the kernel's, on weakly ordered CPUs.) */
+    atomic_thread_fence(memory_order_seq_cst);
+    hb_memmon_sync_local();
+    errno = saved;
+}
+
+void hb_memmon_sync_strict(void)
+{
+    hb_memmon_sync();
 }
 
 /* ---- watch table (under M.lock) ------------------------------------- */
@@ -403,7 +513,22 @@ static void seg_compact(void)
     M.nsegs = out;
 }
 
-/* Marks segments the kernel no longer has registered for us. */
+/* Marks pages the kernel no longer has registered for us (unmapped, or
+ * moved by mremap).  Runs under M.lock in watch/unwatch, so it may
+ * allocate to split segments exactly; without memory it marks whole
+ * segments (conservative: they are then never unregistered). */
+static void mark_dead(uintptr_t s, uintptr_t e)
+{
+    size_t i;
+
+    if (seg_reserve(M.nsegs + 2) == 0) {
+        seg_split(s);
+        seg_split(e);
+    }
+    for (i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
+        M.segs[i].dead = 1;
+}
+
 static void dead_drain_locked(void)
 {
     unsigned long t = atomic_load_explicit(&M.dead_tail, memory_order_relaxed);
@@ -414,12 +539,12 @@ static void dead_drain_locked(void)
             M.segs[i].dead = 1;
     }
     for (; t != h; t++) {
-        uintptr_t s = M.dead_start[t % DEAD_SLOTS], e = M.dead_end[t % DEAD_SLOTS];
+        uintptr_t ds = M.dead_start[t % DEAD_SLOTS], de = M.dead_end[t % DEAD_SLOTS];
 
-        for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
-            M.segs[i].dead = 1; /* whole segment: conservative */
+        atomic_store_explicit(&M.dead_tail, t + 1, memory_order_release);
+        mark_dead(ds, de);
     }
-    atomic_store_explicit(&M.dead_tail, t, memory_order_release);
+    seg_compact();
 }
 
 static int page_range(const void *addr, size_t len, uintptr_t *s, uintptr_t *e)
@@ -439,6 +564,8 @@ static int check_running(void)
         return M.forked ? -ECHILD : -ENODEV;
     if (getpid() != M.owner)
         return -ECHILD; /* a child made without fork handlers */
+    if (atomic_load(&M.broken) || !fd_is_ours())
+        return -EBADF;
     return 0;
 }
 
@@ -554,7 +681,7 @@ static const char *sysctl_unpriv(char *buf, size_t n)
 
 static int open_uffd(char *why, size_t n)
 {
-    int fd, dev, e1, e2 = ENOENT;
+    int fd, dev, e1, e2 = ENOENT, umo;
     char sys[16], hint[160] = "";
 
     M.user_mode_only = 1;
@@ -569,6 +696,7 @@ static int open_uffd(char *why, size_t n)
             return fd;
         e1 = errno;
     }
+    umo = M.user_mode_only; /* which attempt e1 belongs to */
     dev = open("/dev/userfaultfd", O_RDWR | O_CLOEXEC);
     if (dev < 0) {
         e2 = errno;
@@ -586,10 +714,13 @@ static int open_uffd(char *why, size_t n)
     }
     if (e1 == ENOSYS) {
         snprintf(hint, sizeof hint, " (kernel without CONFIG_USERFAULTFD, or a seccomp filter)");
+    } else if (e1 == EPERM && umo) {
+        /* user-mode-only is allowed to everyone: not the sysctl */
+        snprintf(hint, sizeof hint, " (denied by a seccomp filter or security module)");
     } else if (e1 == EPERM) {
         snprintf(hint, sizeof hint,
-                 " (a seccomp filter, or vm.unprivileged_userfaultfd=%s without CAP_SYS_PTRACE)",
-                 sysctl_unpriv(sys, sizeof sys));
+                 " (Linux < 5.11: vm.unprivileged_userfaultfd=%s and no CAP_SYS_PTRACE, "
+                 "or a seccomp filter)", sysctl_unpriv(sys, sizeof sys));
     }
     why_set(why, n, "memory monitor unavailable: userfaultfd(2): %s%s; /dev/userfaultfd: %s",
             strerror(e1), hint, strerror(e2));
@@ -616,6 +747,8 @@ static int start_thread(void)
 
 static void teardown(int joined_thread_running)
 {
+    int ours = fd_is_ours();
+
     atomic_store(&M.state, ST_STOPPED);
     {
         unsigned spins = 0;
@@ -623,7 +756,7 @@ static void teardown(int joined_thread_running)
             cpu_relax(&spins);
     }
     pthread_mutex_lock(&M.lock);
-    for (size_t i = 0; i < M.nsegs; i++) {
+    for (size_t i = 0; ours && i < M.nsegs; i++) {
         if (!M.segs[i].dead) {
             struct uffdio_range rg = {M.segs[i].start,
                                       M.segs[i].end - M.segs[i].start};
@@ -642,8 +775,13 @@ static void teardown(int joined_thread_running)
         while (w < 0 && errno == EINTR);
         pthread_join(M.thread, NULL);
     }
-    if (M.fd >= 0)
+    if (M.fd >= 0 && ours)
         close(M.fd); /* drops every registration, wakes any waiter */
+    if (M.probe) {
+        munmap(M.probe, M.page);
+        M.probe = NULL;
+    }
+    atomic_store(&M.probe_ok, 0);
     if (M.wakefd >= 0)
         close(M.wakefd);
     M.fd = M.wakefd = -1;
@@ -684,7 +822,7 @@ static int self_test(char *why, size_t n)
         munmap(q, 2 * pg);
     munmap(p, 2 * pg);                                        /* UNMAP */
     munmap(q, 2 * pg);                                        /* UNMAP (moved) */
-    hb_memmon_sync(); /* dispatched, so unwatch sees the pages dead */
+    hb_memmon_sync_local(); /* dispatched, so unwatch sees the pages dead */
     hb_memmon_unwatch(p, 4 * pg);
     if (atomic_load(&C.remove) == r0 || atomic_load(&C.unmap) == u0 ||
         atomic_load(&C.remap) == m0) {
@@ -705,7 +843,17 @@ static int self_test(char *why, size_t n)
         }
         munmap(p, pg);
     }
-    hb_memmon_sync();
+    hb_memmon_sync_local();
+    /* The mmap_changing probe must fail with ENOENT when idle. */
+    {
+        struct uffdio_writeprotect wp;
+
+        memset(&wp, 0, sizeof wp);
+        wp.range.start = (uintptr_t)M.probe;
+        wp.range.len = pg;
+        atomic_store(&M.probe_ok,
+                     ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp) != 0 && errno == ENOENT);
+    }
     return 0;
 }
 
@@ -719,6 +867,10 @@ static void atfork_child(void)
     if (M.wakefd >= 0)
         close(M.wakefd);
     M.fd = M.wakefd = -1;
+    if (M.probe)
+        munmap(M.probe, M.page);
+    M.probe = NULL;
+    atomic_store(&M.probe_ok, 0);
     pthread_mutex_init(&M.lock, NULL);
     free(M.segs);
     M.segs = NULL;
@@ -752,8 +904,9 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
         why_set(why, whylen, "memory monitor: no callback given");
         return -1;
     }
-    if (atomic_load(&M.state) == ST_RUNNING) {
-        why_set(why, whylen, "memory monitor already started");
+    if (atomic_load(&M.state) == ST_RUNNING) { /* keep M.desc */
+        if (why && whylen)
+            snprintf(why, whylen, "memory monitor already started");
         return -1;
     }
     if (mode && (!strcmp(mode, "none") || !strcmp(mode, "0") ||
@@ -771,21 +924,39 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
         return -1;
     }
     M.page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    M.fd = open_uffd(why, whylen);
-    if (M.fd < 0)
-        return -1;
-    memset(&api, 0, sizeof api);
-    api.api = UFFD_API;
-    api.features = NEEDED_EVENTS;
-    if (ioctl(M.fd, UFFDIO_API, &api) != 0 ||
-        (api.features & NEEDED_EVENTS) != NEEDED_EVENTS) {
-        why_set(why, whylen,
-                "memory monitor unavailable: UFFDIO_API with unmap/remove/"
-                "remap events: %s (needs Linux >= 4.11)", strerror(errno));
+    /* WP_ASYNC (Linux >= 6.7) lets write-protect mode register any memory
+     * type (file-backed, SysV shm); we never write-protect, so it changes
+     * nothing else.  Older kernels reject the bit: retry on a fresh fd. */
+    for (int attempt = 0; attempt < 2; attempt++) {
+        M.fd = open_uffd(why, whylen);
+        if (M.fd < 0)
+            return -1;
+        memset(&api, 0, sizeof api);
+        api.api = UFFD_API;
+        api.features = NEEDED_EVENTS | (attempt == 0 ? UFFD_FEATURE_WP_ASYNC : 0);
+        if (ioctl(M.fd, UFFDIO_API, &api) == 0 &&
+            (api.features & NEEDED_EVENTS) == NEEDED_EVENTS)
+            break;
+        r = errno;
         close(M.fd);
         M.fd = -1;
-        return -1;
+        if (attempt == 1) {
+            why_set(why, whylen,
+                    "memory monitor unavailable: UFFDIO_API with unmap/remove/"
+                    "remap events: %s (needs Linux >= 4.11)", strerror(r));
+            return -1;
+        }
     }
+    M.wp_async = (api.features & UFFD_FEATURE_WP_ASYNC) != 0;
+    {
+        struct stat st;
+
+        if (fstat(M.fd, &st) == 0) {
+            M.fd_dev = st.st_dev;
+            M.fd_ino = st.st_ino;
+        }
+    }
+    atomic_store(&M.broken, 0);
     if (!(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
         why_set(why, whylen,
                 "memory monitor unavailable: userfaultfd has no write-protect "
@@ -795,7 +966,10 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
         return -1;
     }
     M.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-    if (M.wakefd < 0 || seg_reserve(TABLE_INITIAL) != 0) {
+    M.probe = mmap(NULL, M.page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (M.probe == MAP_FAILED)
+        M.probe = NULL;
+    if (M.wakefd < 0 || !M.probe || seg_reserve(TABLE_INITIAL) != 0) {
         why_set(why, whylen, "memory monitor: eventfd/table: %s", strerror(errno));
         teardown(0);
         return -1;
@@ -831,9 +1005,12 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
     counters_reset();
     snprintf(M.desc, sizeof M.desc,
              "userfaultfd unmap/remove/remap events on watched ranges "
-             "(write-protect-mode registration%s%s), shmdt/shmat interposed%s",
+             "(write-protect-mode registration%s; watchable: anonymous%s%s; "
+             "hb_memmon_sync by %s), shmdt/shmat interposed%s",
              M.user_mode_only ? ", user-mode-only" : "",
-             M.shmem_ok ? ", shmem watchable" : ", shmem NOT watchable",
+             M.shmem_ok ? ", shmem" : "",
+             M.wp_async ? ", file-backed, SysV shm (WP_ASYNC)" : "",
+             atomic_load(&M.probe_ok) ? "mmap_changing probe" : "poll",
              muted ? "; MUTED by HOTBUF_MEMMON=off (debug: callbacks dropped)" : "");
     atomic_store_explicit(&M.deliver, 1, memory_order_release);
     return 0;
@@ -853,7 +1030,7 @@ void hb_memmon_stop(void)
 
 int hb_memmon_active(void)
 {
-    return atomic_load(&M.state) == ST_RUNNING;
+    return atomic_load(&M.state) == ST_RUNNING && !atomic_load(&M.broken);
 }
 
 void hb_memmon_set_muted(int muted)
@@ -890,6 +1067,7 @@ void hb_memmon_stats(struct hb_memmon_stats *out)
     out->unwatch_calls = atomic_load(&C.unwatch);
     out->unregisters = atomic_load(&C.unreg);
     out->dead_skips = atomic_load(&C.dead_skip);
+    out->strict_probe_stuck = atomic_load(&C.probe_stuck);
     pthread_mutex_lock(&M.lock);
     for (size_t i = 0; i < M.nsegs; i++)
         if (!M.segs[i].dead)

@@ -3,141 +3,88 @@
  *
  * ==== Design note =========================================================
  *
- * Mechanism: userfaultfd non-cooperative events, on the registered ranges
- * only, read by one monitor thread; plus symbol interposition of shmdt()
- * and shmat(SHM_REMAP), the two calls the kernel does not report.
+ * Mechanism: userfaultfd non-cooperative events on the watched (=
+ * registered) ranges, read by one monitor thread, plus interposition of
+ * shmdt() and shmat(SHM_REMAP), the two calls the kernel does not report.
+ * hb_memmon_watch() does UFFDIO_REGISTER in write-protect mode and never
+ * arms write protection, so the fd carries only events: UNMAP (munmap,
+ * mremap shrink, brk/sbrk shrink, mmap MAP_FIXED over the range), REMOVE
+ * (madvise DONTNEED/FREE/REMOVE) and REMAP (mremap move).  The kernel's mm
+ * code raises them, so every caller is seen: glibc's internal __munmap
+ * (free), __mremap (realloc), __madvise and inline brk (malloc_trim, heap
+ * trimming), ld.so, other allocators, raw syscalls.  The kernel makes the
+ * changing thread wait until the monitor has read() the event.
  *
- *   hb_memmon_watch(addr, len) does UFFDIO_REGISTER on the pages (mode WP:
- *   write-protect tracking that is never armed, so no page fault is ever
- *   delivered to us -- we only want the events).  The fd asks for
- *   UFFD_FEATURE_EVENT_UNMAP (munmap, mremap shrink, brk/sbrk shrink,
- *   mmap(MAP_FIXED) over the range), EVENT_REMOVE (madvise DONTNEED, FREE,
- *   REMOVE) and EVENT_REMAP (mremap move; the kernel moves the
- *   registration with the pages).  These are raised by the kernel's mm
- *   code, so every caller is caught: glibc's internal __munmap in free(),
- *   __mremap in realloc(), sbrk/madvise in malloc_trim and heap trimming,
- *   ld.so, other allocators, raw syscall instructions.  The kernel puts the
- *   thread doing munmap/madvise/mremap/brk to sleep until the monitor has
- *   read() the event (madvise: before the pages are zapped; munmap/mremap:
- *   after the unmap, before the syscall returns).  The monitor calls the
- *   callback (hb_regcache_invalidate) right after the read.
+ * Ordering.  read() itself wakes the waiting thread, before our callback
+ * runs; so the monitor keeps `seq` odd from before read() until after the
+ * callbacks.  A thread that gets the same addresses back from the kernel
+ * without synchronising with the one that gave them up (A: free(1 MiB) =
+ * munmap; B: malloc = mmap at the same address) can also run while A's
+ * event is unread or not even queued (UNMAP is queued after the unmap):
+ * with 4 threads doing that, thousands of stale hits per 12000 lookups
+ * (test_memmon_regcache).  hb_memmon_sync() therefore first waits for the
+ * context's mmap_changing count, which the kernel raises under mmap_lock
+ * before it changes the pages and lowers after the read -- a no-op
+ * write-protect ioctl fails with EAGAIN while it is raised (one ioctl,
+ * ~0.4 us) -- then for `seq` to be even.  hb_memmon_sync_local() waits
+ * only for `seq` (an atomic load): enough when the lookup is ordered after
+ * the change by the caller's own synchronisation (same thread).
  *
- * Ordering ("before any later lookup can reuse the registration"):
- *   - The kernel completes the event inside read(), so the unmapping
- *     thread can run again a moment before the callback has run.  The
- *     monitor therefore bumps a sequence counter to odd *before* read() and
- *     back to even after the callbacks; hb_memmon_sync() waits while it is
- *     odd.  Calling hb_memmon_sync() before each cache lookup makes every
- *     lookup that follows the unmapping syscall on the same thread, or on
- *     a thread that synchronised with it afterwards, see the invalidation.
- *   - A thread that has *not* synchronised with the unmapping thread can
- *     map the freed addresses again (e.g. thread A free()s a 1 MiB block =
- *     munmap, thread B malloc()s = mmap at the same address) while A's
- *     event still waits in the queue, unread.  hb_memmon_sync_strict()
- *     closes that window too: it also polls the fd and waits until the
- *     queue is empty and dispatched (one poll() syscall, ~0.3 us).  Use it
- *     when a lookup hits (a miss registers the new pages anyway), or always
- *     when the job has several threads that allocate and free buffers.
- *   - shmdt/shmat hooks bracket the syscall with an in-flight counter
- *     that both sync functions wait on.
+ * Why not patch glibc's syscall wrappers (UCX "bistro", the Open MPI and
+ * libfabric patchers)?  Not composable: UCX -- the RDMA transport of
+ * Debian's Open MPI and MPICH -- overwrites the same entry points with a
+ * jump to its own hook, which then issues the syscall itself, so whoever
+ * patches last silently blinds the other's cache.  It also depends on
+ * each glibc build's machine code, needs writable libc text, and still
+ * misses raw syscalls.  Symbol interposition (LD_PRELOAD munmap, GOT
+ * patching) misses glibc's internal calls altogether.  ODP (the NIC
+ * follows the page tables) needs hardware support rxe lacks on Linux 6.1.
  *
- * Why not patching glibc's syscall wrappers (UCX "bistro"; Open MPI's and
- * libfabric's patchers):  it works without privileges and calls the hook
- * synchronously, but (1) it is not composable: UCX (the default transport
- * of Open MPI and MPICH on RDMA hardware) overwrites the first bytes of
- * munmap/mremap/madvise/brk/shmat/shmdt with its own jump whose hook then
- * issues the syscall itself, so whichever library patches last silently
- * disables the other's monitor -- if hotbuf patched after UCX, UCX's own
- * cache would serve stale data; if before, hotbuf's would; (2) it depends
- * on the exact machine code of each glibc build (endbr64, syscall
- * template, CET), needs libc's text made writable (SELinux execmod),
- * and must not race with a thread executing the prologue; (3) it still
- * misses raw syscalls (tcmalloc/LSS, Go, io in other runtimes),
- * ld.so's private munmap (dlclose), and glibc's internal mmap(MAP_FIXED)
- * used by heap shrinking unless mmap is patched as well.  Plain symbol
- * interposition (LD_PRELOAD munmap, or GOT patching as in libfabric's
- * memhooks) misses glibc's internal calls entirely: free() -> __munmap,
- * realloc() -> __mremap, trimming -> __madvise / sbrk's inline brk.
- * Other options: RDMA on-demand paging (ODP) makes the NIC follow the
- * page tables and needs no monitor, but needs mlx5-class hardware (rxe on
- * Debian 12's 6.1 kernel has none); seccomp RET_TRAP / syscall user
- * dispatch catch every syscall but are inherited by exec'd children
- * (which then die on SIGSYS) or trap every syscall; kdreg2 needs an
- * out-of-tree module.
- *
- * Failure modes of userfaultfd, and what we do:
- *   - Not permitted: vm.unprivileged_userfaultfd=0 (Debian's default)
- *     refuses unprivileged users unless UFFD_USER_MODE_ONLY is given
- *     (Linux >= 5.11).  We always pass it: we never resolve faults, so
- *     kernel-mode faults do not matter.  Older kernels (EINVAL) are
- *     retried without it (needs root/CAP_SYS_PTRACE or the sysctl at 1),
- *     then /dev/userfaultfd is tried.  Container seccomp profiles (Docker,
- *     Kubernetes RuntimeDefault) usually return EPERM: start fails with a
- *     one-line reason and the caller falls back.
- *   - WP-mode registration needs Linux >= 5.7 (anonymous memory) and
- *     5.19 (shmem, hugetlb).  MISSING mode (what libfabric uses) would
- *     deliver page faults on pages zapped by madvise; with
- *     UFFD_USER_MODE_ONLY a syscall touching such a page (read() into a
- *     freshly trimmed heap buffer) would fail with EFAULT.  We refuse to
- *     start without WP support.
- *   - Only anonymous, shmem (incl. SysV, memfd, /dev/shm) and hugetlb
- *     mappings can be watched, not file-backed ones (static .data of an
- *     executable, mmap'ed files): hb_memmon_watch() fails and the caller
- *     must not cache that range.  hugetlb ranges need huge-page-aligned
- *     registration: watch fails on them (not cached).  A range another
- *     userfaultfd already owns (e.g. libfabric's uffd monitor, CRIU)
- *     fails with EBUSY: not cached.
- *   - The kernel does not report shmdt() or shmat(SHM_REMAP) (it passes
- *     no userfaultfd list), nor file-level changes (fallocate hole punch or
- *     ftruncate of a mapped memfd/tmpfs file, remap_file_pages).  shmdt and
- *     shmat are interposed here (memmon_shm.c); raw syscalls to them, or a
- *     library that redirects the application's GOT entry for shmdt (UCX in
- *     "reloc" hook mode), bypass that.
- *   - Every munmap/madvise/mremap of a watched range costs the caller a
- *     round trip through the monitor thread (a few microseconds).  If the
- *     monitor thread never runs, those callers hang (killable only), so it
- *     blocks every signal, never allocates and never touches watched
- *     memory, and the callback must return quickly.
- *   - Registration splits VMAs; watched ranges count against
- *     vm.max_map_count.  unwatch unregisters pages whose last watch goes.
- *   - UFFDIO_UNREGISTER also removes another userfaultfd's registration of
- *     the same pages (kernels up to at least 6.15).  We never unregister
- *     pages that an event told us were unmapped or moved.
+ * Limits (each reported, none silent):
+ *  - start fails (one-line reason) if userfaultfd is not permitted: we
+ *    pass UFFD_USER_MODE_ONLY (Linux >= 5.11), which works unprivileged
+ *    with Debian's vm.unprivileged_userfaultfd=0; seccomp profiles of
+ *    containers usually forbid the syscall.  Needs write-protect
+ *    registration (Linux >= 5.7; shmem >= 5.19).
+ *  - watch fails (do not cache) for file-backed mappings and SysV shm
+ *    before Linux 6.7 (from 6.7 UFFD_FEATURE_WP_ASYNC allows them), for
+ *    hugetlb, and for ranges another userfaultfd owns (EBUSY).
+ *  - Not seen: raw shmdt/shmat syscalls, file-level changes (hole punch,
+ *    truncate of a mapped file), remap_file_pages.
+ *  - Each munmap/madvise/mremap of a watched range costs its caller a
+ *    round trip through the monitor thread (microseconds); that thread
+ *    blocks all signals, never allocates, never touches watched memory.
+ *  - If the application closes our fd, the monitor invalidates
+ *    everything once ([0, UINTPTR_MAX)), goes inactive, watch fails.
  *
  * ==== Contract ============================================================
  *
- * Callback: void cb(void *ctx, const void *addr, size_t len) is called for
- * a range covering every change to a watched range (often larger: the
- * whole munmap/madvise argument).  It runs on the monitor thread, or, for
- * shmdt/shmat, on the thread that called them, possibly in a signal
- * handler.  It must not allocate, block, take a lock that application
- * code may hold, or touch memory it does not own; hb_regcache_invalidate()
- * qualifies.  It may be called for ranges that were never watched.
+ * Callback cb(ctx, addr, len): called with a range covering each change of
+ * a watched range (often larger; also for never-watched ranges), on the
+ * monitor thread or, for shmdt/shmat, on the caller's thread, maybe in a
+ * signal handler.  It must not allocate, block or take locks;
+ * hb_regcache_invalidate() qualifies.
  *
- * Threads: start and stop are called once each, single-threaded (library
- * init/teardown), not concurrently with any other call.  watch, unwatch,
- * sync, sync_strict, stats and set_muted are thread-safe.  watch/unwatch
- * take an internal mutex (never taken on the event path) and may
- * allocate; call them from the cache's reg/dereg callbacks, not from
- * signal handlers.  sync/sync_strict must not be called from the callback
- * or from a signal handler that may interrupt shmdt/shmat.
+ * Threads: start/stop once each, single-threaded.  watch, unwatch, sync,
+ * sync_local, stats, set_muted are thread-safe; watch/unwatch take a
+ * mutex the event path never takes and may allocate (call them from the
+ * cache's reg/dereg callbacks, not from signal handlers).
  *
- * Order of use: start; for each registration: watch(range) BEFORE
- * pinning it (ibv_reg_mr), unwatch(same range) after deregistering it;
- * sync() (or sync_strict()) before every cache lookup; stop before
- * destroying the cache.  If watch fails, do not cache that registration.
+ * Order of use: start; watch(range) BEFORE pinning it (unwatch if pinning
+ * fails); unwatch(same range) after unpinning; hb_memmon_sync() before
+ * every lookup (at least before using a hit: a miss registers the current
+ * pages anyway); stop before destroying the cache.  If watch fails, do not
+ * cache that registration.
  *
- * fork: the parent is unaffected.  In the child the monitor is stopped
- * (no thread, fd closed, no callbacks, watch fails with -ECHILD, active
- * returns 0); the kernel drops the child's registrations.  The child may
- * call hb_memmon_start again.  vfork/posix_spawn children share the
- * parent's monitor until they exec; the fd is close-on-exec.
+ * fork: the parent is unaffected.  In the child the monitor is stopped (no
+ * thread, fd closed, watch returns -ECHILD, active returns 0; the kernel
+ * does not copy registrations); the child may call start again.  The fd
+ * is close-on-exec; vfork children share the parent's monitor.
  *
- * Debug switch: HOTBUF_MEMMON=off (or hb_memmon_set_muted(1)) keeps the
- * mechanism running but drops every callback (counted in stats.muted) --
- * for integrity tests that must show stale data appears without the
- * monitor.  HOTBUF_MEMMON=none makes start fail ("disabled"), as when the
- * mechanism is unavailable.  Unset or "on": normal.
+ * Debug switch: HOTBUF_MEMMON=off or hb_memmon_set_muted(1): events are
+ * still read and counted (stats.muted) but no callback runs -- for
+ * integrity tests that must show stale data without the monitor.
+ * HOTBUF_MEMMON=none: start fails ("disabled").  Unset/"on": normal.
  */
 #ifndef HOTBUF_REGCACHE_MEMMON_H
 #define HOTBUF_REGCACHE_MEMMON_H
@@ -158,26 +105,39 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen);
  * Callbacks may run until it returns, never after. */
 void hb_memmon_stop(void);
 
-/* 1 while started in this process (0 in a forked child). */
+/* 1 while started and working in this process (0 in a forked child, or
+ * after the fd was closed behind our back). */
 int hb_memmon_active(void);
 
 /* Watches the pages covering [addr, addr+len).  0, or a negative errno:
  * -EINVAL (not watchable: file-backed, hugetlb, holes or unmapped),
  * -EBUSY (another userfaultfd owns it), -ENOMEM, -ENODEV (not started),
- * -ECHILD (forked child).  Watches nest: pages stay watched until every
- * watch covering them has been undone. */
+ * -ECHILD (forked child), -EBADF (fd closed behind our back).  Watches
+ * nest: pages stay watched until every watch covering them is undone. */
 int hb_memmon_watch(const void *addr, size_t len);
 
 /* Undoes one successful hb_memmon_watch(addr, len) (same arguments). */
 void hb_memmon_unwatch(const void *addr, size_t len);
 
-/* Returns once no event read so far is still being dispatched and no
- * shmdt/shmat hook is between its syscall and its callback.  One or two
- * atomic loads when idle. */
+/* Returns once every change of a watched range that began before the
+ * call has been reported to the callback: no unmap/madvise/mremap of ours
+ * in progress in the kernel (including ones whose event is not queued
+ * yet), no event being dispatched, no shmdt/shmat hook between syscall and
+ * callback.  One ioctl when idle (poll() on kernels where the probe does
+ * not work).  Call it before every cache lookup.  Preserves errno.  Not
+ * from the callback, nor from a signal handler that may interrupt
+ * shmdt/shmat. */
 void hb_memmon_sync(void);
 
-/* Like hb_memmon_sync(), and also waits until every event the kernel has
- * queued so far has been read and dispatched (one poll() syscall). */
+/* The cheap part of hb_memmon_sync(): waits only until no event already
+ * read is being dispatched and no hook is in flight (atomic loads).
+ * Enough when the caller's own synchronisation orders the lookup after
+ * the change (same thread; or after learning from the changing thread
+ * that its munmap returned).  Not enough for addresses that another thread
+ * gave back to the kernel and this one got back from it. */
+void hb_memmon_sync_local(void);
+
+/* Earlier name of hb_memmon_sync(), kept for existing callers. */
 void hb_memmon_sync_strict(void);
 
 /* Debug: 1 = read events but drop callbacks (unsafe; tests only). */
@@ -195,6 +155,7 @@ struct hb_memmon_stats {
     uint64_t watch_calls, watch_failures, unwatch_calls;
     uint64_t unregisters;     /* UFFDIO_UNREGISTER calls made by unwatch */
     uint64_t dead_skips;      /* unregisters skipped: pages already gone */
+    uint64_t strict_probe_stuck; /* hb_memmon_sync fell back to poll() */
     uint64_t watched_bytes;   /* pages watched now (by the table) */
 };
 

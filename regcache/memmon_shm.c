@@ -13,7 +13,8 @@
  * of the detached segment comes from /proc/self/maps, read before the
  * syscall with a stack buffer: no allocation, no locks (async-signal-safe).
  * When it cannot be read, everything from the address up is reported.
- * Before hb_memmon_start (and in forked children) the hooks only forward.
+ * Before hb_memmon_start (and in forked children) the hooks only forward,
+ * to the next definition resolved at load time (dlsym RTLD_NEXT).
  */
 #define _GNU_SOURCE
 
@@ -41,6 +42,14 @@ static _Atomic(shmat_fn) next_shmat;
 
 HB_EXPORT int shmdt(const void *addr);
 HB_EXPORT void *shmat(int shmid, const void *addr, int flags);
+
+/* Resolved when the library loads, so that even before hb_memmon_start
+ * calls reach the next definition (libc's, perhaps patched by UCX's own
+ * memory hooks) and not a bare syscall that would bypass those. */
+__attribute__((constructor)) static void shm_resolve_early(void)
+{
+    hb_memmon__shm_init();
+}
 
 void hb_memmon__shm_init(void)
 {

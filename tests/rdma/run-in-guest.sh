@@ -61,11 +61,14 @@ else
     fail missing_device "no single clear line for a missing HOTBUF_DEVICE" "$work/m.err"
 fi
 
-# 4. The registration cache: its unit tests, then against the real device,
+# 4. The registration cache and the memory-change monitor (userfaultfd on
+#    the guest's Debian kernel): their unit tests, then against the device,
 #    then memlock exhaustion (root ignores RLIMIT_MEMLOCK while it holds
 #    CAP_IPC_LOCK, so the capability is dropped for that run).
 unit_prog test_regcache
 unit_prog test_regcache_itree
+unit_prog test_memmon
+unit_prog test_memmon_regcache
 run_prog regcache_verbs build/rdma/regcache_verbs_test
 run_prog regcache_memlock setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
     prlimit --memlock=65536 build/rdma/regcache_verbs_test memlock
