@@ -21,7 +21,7 @@
 #define HB_TOP_SIZES 4
 #define HB_TOP_BUFFERS 16
 #define HB_NAME_LEN 200
-#define HB_NOTE_LEN 240
+#define HB_NOTE_LEN 400
 #define HB_MAX_NOTES 8
 
 struct hb_class_summary {
@@ -32,8 +32,17 @@ struct hb_class_summary {
     double lookup_ns;       /* tracked calls x V: what tracking itself costs */
 };
 
+/* One rank's RDMA side: transport, registration cache, memory monitor. */
+struct hb_rdma_summary {
+    uint64_t up;                  /* 1 if the transport is open */
+    uint64_t peers_connected, peers_failed, transport_bytes, per_peer_bytes;
+    uint64_t cache_entries, cache_pinned, cache_hits, cache_misses, cache_invalidations;
+    uint64_t memmon_events;
+};
+
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
+    struct hb_rdma_summary rdma;
     uint64_t table_entries, table_hot, table_memory, max_chain;
     uint64_t stopped;                 /* enum hb_stop_reason */
     uint64_t stopped_after_entries, stopped_after_calls;
@@ -75,6 +84,8 @@ struct hb_report {
     /* Earliest stop over the ranks, per reason ([0] adapted, [1] full). */
     uint64_t stopped_after_calls_min[2], stopped_after_entries_min[2];
     uint64_t sites_total, site_overflow_calls;
+    struct hb_rdma_summary rdma;                /* sums, except: up = ranks up, transport_bytes
+                                                   and cache_pinned = the largest rank's */
     struct hb_site_summary *sites;              /* merged, by calls descending */
     size_t nsites;
 };
@@ -87,6 +98,7 @@ struct hb_report_context {
     const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
     const char *mpi_library;
     const char *thread_level;
+    const char *rdma_status;          /* rank 0's one-line RDMA status */
     char notes[HB_MAX_NOTES][HB_NOTE_LEN];
     int nnotes;
 };

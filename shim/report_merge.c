@@ -83,6 +83,24 @@ static void merge_class(struct hb_class_report *cr, const struct hb_class_summar
                      c->top_size_calls[k]);
 }
 
+static void merge_rdma(struct hb_rdma_summary *to, const struct hb_rdma_summary *s)
+{
+    to->up += s->up;
+    to->peers_connected += s->peers_connected;
+    to->peers_failed += s->peers_failed;
+    if (s->transport_bytes > to->transport_bytes)
+        to->transport_bytes = s->transport_bytes;
+    if (s->per_peer_bytes > to->per_peer_bytes)
+        to->per_peer_bytes = s->per_peer_bytes;
+    to->cache_entries += s->cache_entries;
+    if (s->cache_pinned > to->cache_pinned)
+        to->cache_pinned = s->cache_pinned;
+    to->cache_hits += s->cache_hits;
+    to->cache_misses += s->cache_misses;
+    to->cache_invalidations += s->cache_invalidations;
+    to->memmon_events += s->memmon_events;
+}
+
 static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
 {
     r->entries_total += rs->table_entries;
@@ -94,6 +112,7 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
     if (rs->max_chain > r->max_chain)
         r->max_chain = rs->max_chain;
     r->sites_total += rs->sites;
+    merge_rdma(&r->rdma, &rs->rdma);
     r->site_overflow_calls += rs->site_overflow_calls;
     if (!rs->stopped)
         return;

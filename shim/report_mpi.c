@@ -75,7 +75,7 @@ static void write_report(int mode, const struct hb_report *r)
     struct hb_report_context ctx = {
         .cfg = &hb_rt.cfg, .cost = &hb_rt.cost, .tp = &hb_rt.tracker.tp,
         .thresholds = hb_rt.tracker.thr, .thread_level = thread_level_name(hb_rt.thread_level),
-        .nnotes = hb_rt.nnotes,
+        .nnotes = hb_rt.nnotes, .rdma_status = hb_rt.rdma.status,
     };
     char lib[256];
     library_name(lib, sizeof(lib));
@@ -122,9 +122,11 @@ void hb_report_at_finalize(void)
 
     struct hb_rank_summary rs, *all = NULL;
     struct hb_site_summary *sites = NULL;
-    if (hb_report_local(&hb_rt.tracker, &hb_rt.cost, hb_rt.rank, (size_t)hb_rt.cfg.report_sites,
+    if (!hb_rt.tracker_ok ||
+        hb_report_local(&hb_rt.tracker, &hb_rt.cost, hb_rt.rank, (size_t)hb_rt.cfg.report_sites,
                         (size_t)hb_rt.cfg.report_buffers, &rs, &sites))
-        memset(&rs, 0, sizeof(rs)); /* out of memory: this rank reports nothing */
+        memset(&rs, 0, sizeof(rs)); /* no tracker or no memory: this rank reports nothing */
+    hb_rdma_summarize(&hb_rt.rdma, &rs.rdma);
 
     int *counts = NULL, *displs = NULL;
     char *site_bytes = NULL;

@@ -124,6 +124,27 @@ static void text_table(FILE *out, const struct hb_report *r, const struct hb_rep
                 (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
+static void text_rdma(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
+{
+    const struct hb_rdma_summary *d = &r->rdma;
+    char b1[32], b2[32], b3[32];
+    fprintf(out, "rdma: %s\n", ctx->rdma_status ? ctx->rdma_status : "-");
+    if (!d->up)
+        return;
+    fprintf(out, "  up on %llu of %d rank(s); peers connected %llu, failed %llu; transport memory "
+                 "%s per rank at most, %s per connected peer\n",
+            (unsigned long long)d->up, r->nranks, (unsigned long long)d->peers_connected,
+            (unsigned long long)d->peers_failed,
+            human_bytes((double)d->transport_bytes, b1, sizeof(b1)),
+            human_bytes((double)d->per_peer_bytes, b2, sizeof(b2)));
+    fprintf(out, "  registration cache: %llu regions, %s pinned at most on a rank, %llu hits, "
+                 "%llu misses, %llu invalidated by the memory monitor (%llu events)\n",
+            (unsigned long long)d->cache_entries,
+            human_bytes((double)d->cache_pinned, b3, sizeof(b3)),
+            (unsigned long long)d->cache_hits, (unsigned long long)d->cache_misses,
+            (unsigned long long)d->cache_invalidations, (unsigned long long)d->memmon_events);
+}
+
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
@@ -167,6 +188,7 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
     text_classes(out, r);
     text_sites(out, r);
     text_table(out, r, ctx);
+    text_rdma(out, r, ctx);
     text_cost(out, ctx);
     text_config(out, ctx);
     fprintf(out, "==== end of hotbuf report ====\n");
@@ -257,6 +279,24 @@ static void json_table(FILE *out, const struct hb_report *r)
             (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
+static void json_rdma(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
+{
+    const struct hb_rdma_summary *d = &r->rdma;
+    fprintf(out, "{\"status\": ");
+    json_string(out, ctx->rdma_status ? ctx->rdma_status : "");
+    fprintf(out,
+            ", \"ranks_up\": %llu, \"peers_connected\": %llu, \"peers_failed\": %llu, "
+            "\"transport_bytes_max\": %llu, \"bytes_per_peer\": %llu, \"cache_regions\": %llu, "
+            "\"cache_pinned_max\": %llu, \"cache_hits\": %llu, \"cache_misses\": %llu, "
+            "\"cache_invalidations\": %llu, \"memmon_events\": %llu}",
+            (unsigned long long)d->up, (unsigned long long)d->peers_connected,
+            (unsigned long long)d->peers_failed, (unsigned long long)d->transport_bytes,
+            (unsigned long long)d->per_peer_bytes, (unsigned long long)d->cache_entries,
+            (unsigned long long)d->cache_pinned, (unsigned long long)d->cache_hits,
+            (unsigned long long)d->cache_misses, (unsigned long long)d->cache_invalidations,
+            (unsigned long long)d->memmon_events);
+}
+
 static void json_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
@@ -308,6 +348,8 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
     }
     fprintf(out, "],\n \"table\": ");
     json_table(out, r);
+    fprintf(out, ",\n \"rdma\": ");
+    json_rdma(out, r, ctx);
     fprintf(out, ",\n \"cost_model\": ");
     json_cost(out, ctx);
     fprintf(out, ",\n \"config\": ");

@@ -39,16 +39,26 @@ static const char *env_lookup(const char *name)
 }
 
 /* Rank 0 measures, everyone uses its numbers: thresholds are then the same
- * on every rank, and the other ranks do not pay for the measurement. */
-static void calibrate(void)
+ * on every rank, and the other ranks do not pay for the measurement.  One
+ * line says what RDMA hotbuf has, and where R came from when it is not
+ * measured. */
+static void calibrate_and_connect(void)
 {
     char why[128] = "";
     if (hb_rt.rank == 0)
         hb_calibrate(&hb_rt.cost, &hb_rt.cfg, why, sizeof(why));
     PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, hb_rt.comm);
-    if (hb_rt.rank == 0 && hb_rt.cost.reg_src == HB_COST_DEFAULT && why[0])
-        hb_note("registration cost R is the default %.1f us + %.2f us/page (%s)",
-                hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us, why);
+    int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, hb_rt.rank, hb_rt.size, hb_rt.comm) == 0;
+    if (hb_rt.rank != 0)
+        return;
+    if (hb_rt.cost.reg_src != HB_COST_DEFAULT)
+        hb_note("%s", hb_rt.rdma.status);
+    else if (!up)
+        hb_note("%s; registration cost R = default %.1f us + %.2f us/page", hb_rt.rdma.status,
+                hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us);
+    else
+        hb_note("%s; registration cost R = default %.1f us + %.2f us/page (%s)",
+                hb_rt.rdma.status, hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us, why);
 }
 
 static int start_tracker(void)
@@ -82,14 +92,19 @@ void hb_runtime_after_init(int provided)
         hb_note("cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
         goto out;
     }
+    /* From here on every rank takes part in the collectives at finalize,
+     * whatever fails locally below, so that no rank waits for another. */
+    hb_rt.collective = 1;
     hb_rt.lock_needed = provided == MPI_THREAD_MULTIPLE;
-    calibrate();
+    hb_rdma_prepare_fork(&hb_rt.rdma); /* before anything registers memory */
+    calibrate_and_connect();
     hb_datatypes_init();
     if (start_tracker()) {
         hb_note("cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
                 hb_rt.cfg.hash_bits);
         goto out;
     }
+    hb_rt.tracker_ok = 1;
     hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
 out:
     hb_nested--;
@@ -100,13 +115,16 @@ void hb_runtime_before_finalize(void)
     if (!hb_rt.init_done || hb_rt.finalize_done)
         return;
     hb_rt.finalize_done = 1;
-    if (!hb_rt.tracking)
+    if (!hb_rt.collective)
         return;
-    hb_rt.tracking = 0;
+    hb_rt.tracking = HB_TRACK_OFF;
     hb_nested++;
     hb_report_at_finalize();
+    hb_rdma_stop(&hb_rt.rdma, hb_rt.comm);
     hb_persist_clear();
-    hb_tracker_destroy(&hb_rt.tracker);
+    if (hb_rt.tracker_ok)
+        hb_tracker_destroy(&hb_rt.tracker);
+    hb_rt.tracker_ok = 0;
     PMPI_Comm_free(&hb_rt.comm);
     hb_nested--;
 }

@@ -12,6 +12,7 @@
 
 #include "config.h"
 #include "costmodel.h"
+#include "rdma_setup.h"
 #include "report.h"
 #include "tracker.h"
 
@@ -21,11 +22,14 @@ struct hb_runtime {
     int lock_needed;       /* MPI_THREAD_MULTIPLE: serialize the tracker */
     atomic_flag lock;
     int init_done, finalize_done, aborted;
+    int collective;        /* joins the collectives at finalize (report, RDMA teardown) */
+    int tracker_ok;        /* the tracker was set up on this rank */
     int rank, size, thread_level;
     MPI_Comm comm;         /* hotbuf's own duplicate of MPI_COMM_WORLD */
     struct hb_config cfg;
     struct hb_costmodel cost;
     struct hb_tracker tracker;
+    struct hb_rdma rdma;
     char notes[HB_MAX_NOTES][HB_NOTE_LEN];
     int nnotes;
 };

@@ -43,6 +43,8 @@ HOTBUF_THRESHOLD=100 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/r \
 if [ -s "$work/plain.out" ] && cmp -s "$work/plain.out" "$work/hb.out" &&
    [ "$(json "$work/r.json" 'r["cost_model"]["reg_source"]')" = measured ] &&
    [ "$(json "$work/r.json" 'r["cost_model"]["reg_base_us"] > 0')" = True ] &&
+   [ "$(json "$work/r.json" 'r["rdma"]["ranks_up"]')" = 2 ] &&
+   [ "$(json "$work/r.json" 'r["rdma"]["status"].startswith("RDMA on rxe0 port 1")')" = True ] &&
    python3 tests/check_report.py reuse_known "$work/r.json" 2 >"$work/check" 2>&1; then
     pass reg_cost_measured
 else
@@ -50,16 +52,29 @@ else
     fail reg_cost_measured "R not measured on rxe0, or the job changed" "$work/hb.err"
 fi
 
-# 3. HOTBUF_DEVICE naming a missing device: one clear line, defaults, job fine.
-HOTBUF_DEVICE=mlx5_9 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/m \
-    timeout 300 tools/hotbuf-run -- mpiexec.openmpi -n 2 $prog >"$work/m.out" 2>"$work/m.err"
-if cmp -s "$work/plain.out" "$work/m.out" &&
-   [ "$(grep -c 'verbs device mlx5_9 not found' "$work/m.err")" = 1 ] &&
-   [ "$(json "$work/m.json" 'r["cost_model"]["reg_source"]')" = default ]; then
-    pass missing_device
-else
-    fail missing_device "no single clear line for a missing HOTBUF_DEVICE" "$work/m.err"
-fi
+# 3. Bad RDMA set-ups: one clear line on rank 0, RDMA off, the job unchanged.
+#    bad_setup NAME PATTERN [ENV...] [-- WRAPPER...]
+bad_setup() {
+    local name=$1 pattern=$2; shift 2
+    local envs=() wrap=()
+    while [ $# -gt 0 ] && [ "$1" != -- ]; do envs+=("$1"); shift; done
+    [ "${1:-}" = -- ] && shift && wrap=("$@")
+    env "${envs[@]}" HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/$name \
+        timeout 300 "${wrap[@]}" tools/hotbuf-run -- mpiexec.openmpi -n 2 $prog \
+        >"$work/$name.out" 2>"$work/$name.err"
+    if cmp -s "$work/plain.out" "$work/$name.out" &&
+       [ "$(grep -c "^hotbuf: RDMA off (.*$pattern" "$work/$name.err")" = 1 ] &&
+       [ "$(json "$work/$name.json" 'r["rdma"]["ranks_up"]')" = 0 ]; then
+        pass "$name"
+    else
+        fail "$name" "expected one 'RDMA off ($pattern...' line and an unchanged job" "$work/$name.err"
+    fi
+}
+bad_setup missing_device "mlx5_9" HOTBUF_DEVICE=mlx5_9
+bad_setup port_down "port 2" HOTBUF_PORT=2
+# root ignores RLIMIT_MEMLOCK while it holds CAP_IPC_LOCK: drop it
+bad_setup memlock_64k "RLIMIT_MEMLOCK" -- setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
+    prlimit --memlock=65536
 
 # 4. The registration cache and the memory-change monitor (userfaultfd on
 #    the guest's Debian kernel): their unit tests, then against the device,

@@ -1,0 +1,137 @@
+/* RDMA bring-up and tear-down (see rdma_setup.h). */
+#include "rdma_setup.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "../regcache/memmon.h"
+#include "../regcache/regcache.h"
+#include "../regcache/regcache_verbs.h"
+#include "transport/transport.h"
+
+void hb_rdma_prepare_fork(struct hb_rdma *r)
+{
+    char msg[128];
+    memset(r, 0, sizeof(*r));
+    hb_transport_fork_prepare(HB_FORK_AUTO, msg, sizeof(msg));
+}
+
+static int allgather(const void *mine, void *all, size_t bytes, void *ctx)
+{
+    MPI_Comm comm = *(MPI_Comm *)ctx;
+    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm) ==
+                   MPI_SUCCESS
+               ? 0
+               : -1;
+}
+
+/* The monitor per HOTBUF_MEMMON; 1 if it runs (muted or not). */
+static int start_memmon(struct hb_rdma *r, const struct hb_config *cfg, char *why, size_t len)
+{
+    if (cfg->memmon == HB_MEMMON_NONE) {
+        snprintf(why, len, "HOTBUF_MEMMON=none");
+        return 0;
+    }
+    if (hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, r->cache, why, len))
+        return 0;
+    hb_memmon_set_muted(cfg->memmon == HB_MEMMON_OFF);
+    return 1;
+}
+
+/* The cache exists only with a monitor: without one a registration could
+ * outlive the memory it maps, and data integrity beats speed. */
+static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
+{
+    char why[200] = "";
+    size_t max_bytes = cfg->regcache_bytes ? (size_t)cfg->regcache_bytes
+                                           : hb_regcache_default_max_bytes();
+    if (hb_regcache_create(&hb_regcache_verbs_watched_ops, hb_transport_pd(r->tr),
+                           (size_t)cfg->regcache_entries, max_bytes, &r->cache)) {
+        r->cache = NULL;
+        snprintf(why, sizeof(why), "no memory for the registration cache");
+    } else if (!(r->memmon_active = start_memmon(r, cfg, why, sizeof(why)))) {
+        hb_regcache_destroy(r->cache);
+        r->cache = NULL;
+    }
+    struct hb_transport_info info;
+    char gid[32] = "";
+    hb_transport_get_info(r->tr, &info);
+    if (info.gid_index >= 0)
+        snprintf(gid, sizeof(gid), " GID index %d", info.gid_index);
+    snprintf(r->status, sizeof(r->status), "RDMA on %s port %d (%s%s)", info.device, info.port,
+             info.gid_type, gid);
+    if (!r->cache) {
+        size_t used = strlen(r->status);
+        snprintf(r->status + used, sizeof(r->status) - used,
+                 "; application buffers are not registered: memory monitor unavailable (%s)", why);
+    } else if (cfg->memmon == HB_MEMMON_OFF) {
+        size_t used = strlen(r->status);
+        snprintf(r->status + used, sizeof(r->status) - used,
+                 "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
+    }
+}
+
+int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
+                  MPI_Comm comm)
+{
+    struct hb_transport_params p;
+    char why[200] = "";
+    hb_transport_params_default(&p);
+    p.device = cfg->device;
+    p.port = cfg->port;
+    if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why)))
+        r->tr = NULL;
+    /* every rank joins the bootstrap, also one whose open failed */
+    char bwhy[200] = "";
+    if (hb_transport_bootstrap(r->tr, allgather, &comm, bwhy, sizeof(bwhy)) && r->tr) {
+        hb_transport_close(r->tr);
+        r->tr = NULL;
+        snprintf(why, sizeof(why), "%s", bwhy);
+    }
+    if (!r->tr) {
+        snprintf(r->status, sizeof(r->status), "RDMA off (%s): tracking and report only", why);
+        return -1;
+    }
+    start_cache(r, cfg);
+    return 0;
+}
+
+void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
+{
+    memset(s, 0, sizeof(*s));
+    if (!r->tr)
+        return;
+    struct hb_transport_mem m;
+    hb_transport_get_mem(r->tr, &m);
+    s->up = 1;
+    s->peers_connected = m.peers_connected;
+    s->peers_failed = m.peers_failed;
+    s->transport_bytes = m.total_bytes;
+    s->per_peer_bytes = m.per_peer_bytes;
+    if (r->cache) {
+        struct hb_regcache_stats cs;
+        hb_regcache_stats(r->cache, &cs);
+        s->cache_entries = cs.entries;
+        s->cache_pinned = cs.pinned_bytes;
+        s->cache_hits = cs.hits;
+        s->cache_misses = cs.misses;
+        s->cache_invalidations = cs.invalidations;
+    }
+    if (r->memmon_active) {
+        struct hb_memmon_stats ms;
+        hb_memmon_stats(&ms);
+        s->memmon_events = ms.unmap_events + ms.remove_events + ms.remap_events;
+    }
+}
+
+void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm)
+{
+    PMPI_Barrier(comm);
+    if (r->memmon_active)
+        hb_memmon_stop(); /* before the cache: no callback into a destroyed cache */
+    if (r->cache)
+        hb_regcache_destroy(r->cache);
+    if (r->tr)
+        hb_transport_close(r->tr);
+    memset(r, 0, sizeof(*r));
+}

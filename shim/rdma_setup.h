@@ -1,0 +1,46 @@
+/* The RDMA side of the runtime: verbs transport, registration cache and
+ * memory-change monitor, brought up together after MPI_Init and torn down
+ * together before MPI_Finalize.
+ *
+ * Every failure leaves hotbuf in pass-through for RDMA (tracking and the
+ * report go on) with one line saying why: no device, the named device
+ * missing, port down, memlock too low, an allgather failure.  When the
+ * memory monitor is unavailable the transport still comes up, but
+ * application buffers are not cached (only memory hotbuf allocates itself
+ * could be registered safely), which the report says.
+ */
+#ifndef HOTBUF_RDMA_SETUP_H
+#define HOTBUF_RDMA_SETUP_H
+
+#include <mpi.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "report.h"
+
+struct hb_transport;
+struct hb_regcache;
+
+struct hb_rdma {
+    struct hb_transport *tr;      /* NULL: RDMA pass-through */
+    struct hb_regcache *cache;    /* NULL: user buffers are not registered */
+    int memmon_active;
+    char status[320];             /* one line for the report */
+};
+
+/* Before anything registers memory (fork safety wants ibv_fork_init first). */
+void hb_rdma_prepare_fork(struct hb_rdma *r);
+
+/* Collective over comm (one allgather).  Never fails the job: on error r->tr
+ * stays NULL and r->status says why.  Returns 0 when the transport is up. */
+int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
+                  MPI_Comm comm);
+
+/* This rank's RDMA figures for the report. */
+void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s);
+
+/* Collective: a barrier (no peer may still write into our memory), then
+ * close everything. */
+void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm);
+
+#endif
