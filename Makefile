@@ -115,9 +115,18 @@ build/rdma/integrity_test: tests/rdma/integrity_test.c $(REGCACHE_SRC) $(HEADERS
 	@mkdir -p $(dir $@)
 	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
-.PHONY: rdma-tests
-rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/tools/bench-regcache \
-            unit-tests
+TRANSPORT_SRC := $(wildcard shim/transport/*.c)
+build/rdma/transport_test: tests/rdma/transport_test.c $(TRANSPORT_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Ishim/transport -o $@ $< $(TRANSPORT_SRC) -libverbs
+
+build/rdma/rdma_lat: tools/bench/rdma_lat.c $(TRANSPORT_SRC) $(HEADERS)
+	@mkdir -p $(dir $@)
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Ishim/transport -o $@ $< $(TRANSPORT_SRC) -libverbs
+
+.PHONY: rdma-tests bench-rdma
+rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/rdma/transport_test \
+            build/rdma/rdma_lat build/tools/bench-regcache unit-tests
 	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
 
 # The verbs tests alone, in the soft-RoCE guest (make test runs them too).
@@ -130,6 +139,12 @@ bench: deps
 
 demo:
 	@scripts/demo.sh
+
+# In the soft-RoCE guest: hotbuf's raw RDMA latency next to perftest,
+# ibv_reg_mr cost per size, registration-cache hit cost.
+bench-rdma: deps rdma-tests
+	@tools/bench/run-bench-rdma.sh
+	@scripts/rxe-vm.sh build/tools/bench-regcache
 
 clean:
 	rm -rf build

@@ -15,7 +15,7 @@ json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval
 # lines join the count, and a crash or time-out without them is a failure.
 run_prog() {
     local name=$1; shift
-    timeout 300 "$@" >"$work/$name.log" 2>&1
+    timeout "${RUN_TIMEOUT:-300}" "$@" >"$work/$name.log" 2>&1
     local rc=$? p f
     sed -n 's/^\(PASS\|FAIL\) \(.*\)/\1 rdma\/\2/p' "$work/$name.log"
     p=$(grep -c '^PASS ' "$work/$name.log") f=$(grep -c '^FAIL ' "$work/$name.log")
@@ -88,7 +88,11 @@ run_prog regcache_verbs build/rdma/regcache_verbs_test
 run_prog regcache_memlock setpriv --inh-caps=-ipc_lock --bounding-set=-ipc_lock \
     prlimit --memlock=65536 build/rdma/regcache_verbs_test memlock
 
-# 5. No stale registration, end to end: 10^4 RDMA writes from buffers that
+# 5. The verbs transport: on-demand connections, RDMA write/read/immediate,
+#    failure cases (tests/rdma/transport.sh has the list).
+RUN_TIMEOUT=900 run_prog transport tests/rdma/transport.sh
+
+# 6. No stale registration, end to end: 10^4 RDMA writes from buffers that
 #    are freed/unmapped/remapped/madvised and reused at the same address,
 #    0 mismatches; with the monitor muted the same test must see stale data.
 run_prog integrity_clean mpiexec.openmpi -n 2 build/rdma/integrity_test 10000 clean
