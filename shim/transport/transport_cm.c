@@ -48,13 +48,15 @@
  *   FAILED --REQ/REP/RTU--> FAILED      answer REJ, so the peer fails too
  *   FAILED is final: the caller uses PMPI for that peer forever.
  *
- * Why a target may send before its RTU arrives is not needed: the target's
- * QP is in RTS at ACCEPTED, but it posts nothing until CONNECTED, because the
- * requester's QP may still be in INIT (packets to it are dropped, and the
- * retries could exhaust).  The requester is CONNECTED only after its QP is
- * in RTR/RTS, so its first RDMA operation always finds the target ready.
- * A late REQ arriving after the requester gave up finds it FAILED and gets
- * a REJ: both sides agree on FAILED.  Before declaring a time-out the CQ is
+ * Why RTU: the target's QP is in RTS at ACCEPTED, but it posts nothing
+ * until CONNECTED, because the requester's QP may still be in INIT (packets
+ * to it are dropped, and the retries could run out).  The requester is
+ * CONNECTED only after its QP is in RTR/RTS, and the target's QP was
+ * already in RTS when the REP left, so the requester's first RDMA operation
+ * always finds the target ready.  A collision needs no extra rule: the
+ * loser's QP, created for its own request, serves the winner's.
+ * A target that handles a request only after the requester gave up sends
+ * its REP to a FAILED peer and gets a REJ back: both sides agree on FAILED.  Before declaring a time-out the CQ is
  * drained, so a reply that arrived while the caller was away counts.
  *
  * Connecting to oneself needs no datagram: the QP is connected to itself.

@@ -219,6 +219,15 @@ void hb_tr_check_async(struct hb_transport *t)
     }
 }
 
+/* Async events cost a system call each look: at most one look per 10 ms. */
+static void maybe_check_async(struct hb_transport *t, double now)
+{
+    if (now >= t->next_async) {
+        t->next_async = now + 0.01;
+        hb_tr_check_async(t);
+    }
+}
+
 int hb_transport_progress(struct hb_transport *t)
 {
     if (!t || !t->bootstrapped)
@@ -226,8 +235,8 @@ int hb_transport_progress(struct hb_transport *t)
     int n = hb_tr_poll(t);
     if (t->cm_active)
         hb_tr_cm_timers(t);
-    if ((++t->progress_calls & 63) == 0)
-        hb_tr_check_async(t);
+    if ((++t->progress_calls & 31) == 0)
+        maybe_check_async(t, hb_tr_now());
     return n;
 }
 
@@ -419,8 +428,9 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_y
         if (n == 0 && yield && (spins & 7) == 0)
             yield(ctx);
         if ((spins & 63) == 0) {
-            hb_tr_check_async(t);
-            if (hb_tr_now() > deadline) {
+            double now = hb_tr_now();
+            maybe_check_async(t, now);
+            if (now > deadline) {
                 hb_tr_peer_fail(t, pe, 1, "an operation to rank %d did not complete within %.1f s",
                                 pe->rank, t->p.op_timeout_s);
                 return HB_TR_FAILED;

@@ -135,6 +135,7 @@ struct hb_transport {
     int cm_active, cm_cap;
     int async_broken;           /* the async fd failed: stop reading it */
     uint64_t progress_calls;
+    double next_async;          /* next look at the async event queue */
     uint64_t cm_rx_count;       /* datagrams received (debug_cm_drop_every) */
     uint64_t seed;
     struct hb_transport_stats st;

@@ -78,7 +78,7 @@ hbm() { awk -v a="$(val1 "$work/hb1.txt" "$@")" -v b="$(val1 "$work/hb2.txt" "$@
         'BEGIN { if (a != "" && b != "") printf "%.2f", (a + b) / 2 }'; }
 spread() { awk -v a="$(val1 "$work/hb1.txt" "$@")" -v b="$(val1 "$work/hb2.txt" "$@")" \
         'BEGIN { if (a != "" && b != "" && a + b > 0) printf "%.0f%%", 200 * (a > b ? a - b : b - a) / (a + b); else printf "-" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a != "" && a != "-" && b != "" && b != "-" && b > 0) printf "%.2f", a / b; else printf "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/ && b > 0) printf "%.2f", a / b; else printf "-" }'; }
 
 echo
 echo "== perftest on the same device ($iters iterations per size)"
