@@ -152,15 +152,22 @@ static int watch_or_die(const void *a, size_t l)
     return r;
 }
 
+/* Watches [a, a+l) (to be unwatched by the caller after the checks) and
+ * expects the change to cover [lo, hi). */
+static void watch_expect(struct run *r, const void *a, size_t l, uintptr_t lo, uintptr_t hi)
+{
+    watch_or_die(a, l);
+    r->w_addr = a;
+    r->w_len = l;
+    r->lo = lo;
+    r->hi = hi;
+}
+
 static int sc_munmap(struct run *r)
 {
     char *p = map_anon(8 * PG);
 
-    watch_or_die(p + 2 * PG, 4 * PG);
-    r->w_addr = p + 2 * PG;
-    r->w_len = 4 * PG;
-    r->lo = (uintptr_t)p + 2 * PG;
-    r->hi = (uintptr_t)p + 6 * PG;
+    watch_expect(r, p + 2 * PG, 4 * PG, (uintptr_t)p + 2 * PG, (uintptr_t)p + 6 * PG);
     mark();
     munmap(p, 8 * PG);
     return 0;
@@ -172,11 +179,7 @@ static int sc_mremap_move(struct run *r)
     char *q = mmap(NULL, 4 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     char *n;
 
-    watch_or_die(p, 4 * PG);
-    r->w_addr = p;
-    r->w_len = 4 * PG;
-    r->lo = (uintptr_t)p;
-    r->hi = (uintptr_t)p + 4 * PG;
+    watch_expect(r, p, 4 * PG, (uintptr_t)p, (uintptr_t)p + 4 * PG);
     mark();
     n = mremap(p, 4 * PG, 4 * PG, MREMAP_MAYMOVE | MREMAP_FIXED, q);
     CHECK(n == q);
@@ -197,11 +200,7 @@ static int sc_mremap_grow_moves(struct run *r)
         munmap(p, 4 * PG);
         return 1;
     }
-    watch_or_die(p, 4 * PG);
-    r->w_addr = p;
-    r->w_len = 4 * PG;
-    r->lo = (uintptr_t)p;
-    r->hi = (uintptr_t)p + 4 * PG;
+    watch_expect(r, p, 4 * PG, (uintptr_t)p, (uintptr_t)p + 4 * PG);
     mark();
     n = mremap(p, 4 * PG, 16 * PG, MREMAP_MAYMOVE);
     CHECK(n != MAP_FAILED && n != p);
@@ -219,11 +218,7 @@ static int sc_mremap_shrink(struct run *r)
     char *p = map_anon(8 * PG);
     char *n;
 
-    watch_or_die(p, 8 * PG);
-    r->w_addr = p;
-    r->w_len = 8 * PG;
-    r->lo = (uintptr_t)p + 3 * PG;
-    r->hi = (uintptr_t)p + 8 * PG;
+    watch_expect(r, p, 8 * PG, (uintptr_t)p + 3 * PG, (uintptr_t)p + 8 * PG);
     mark();
     n = mremap(p, 8 * PG, 3 * PG, 0);
     CHECK(n == p);
@@ -237,11 +232,7 @@ static int sc_mmap_fixed(struct run *r)
     char *p = map_anon(4 * PG);
     char *n;
 
-    watch_or_die(p, 4 * PG);
-    r->w_addr = p;
-    r->w_len = 4 * PG;
-    r->lo = (uintptr_t)p + PG;
-    r->hi = (uintptr_t)p + 3 * PG;
+    watch_expect(r, p, 4 * PG, (uintptr_t)p + PG, (uintptr_t)p + 3 * PG);
     mark();
     n = mmap(p + PG, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     CHECK(n == p + PG);
@@ -296,11 +287,7 @@ static int sc_sbrk_shrink(struct run *r)
         return 1;
     }
     memset(p, 0x5a, sz);
-    watch_or_die(p, sz);
-    r->w_addr = p;
-    r->w_len = sz;
-    r->lo = (uintptr_t)p + sz / 2;
-    r->hi = (uintptr_t)p + sz;
+    watch_expect(r, p, sz, (uintptr_t)p + sz / 2, (uintptr_t)p + sz);
     mark();
     CHECK(sbrk(-(intptr_t)(sz / 2)) != (void *)-1);
     /* the other half goes back after the checks */
@@ -370,11 +357,7 @@ static int sc_shmat_remap(struct run *r)
         munmap(p, 16 * PG);
         return 1;
     }
-    watch_or_die(p, 16 * PG);
-    r->w_addr = p;
-    r->w_len = 16 * PG;
-    r->lo = (uintptr_t)p;
-    r->hi = (uintptr_t)p + 16 * PG;
+    watch_expect(r, p, 16 * PG, (uintptr_t)p, (uintptr_t)p + 16 * PG);
     mark();
     s = shmat(id, p, SHM_REMAP);
     shmctl(id, IPC_RMID, NULL);
@@ -395,11 +378,7 @@ static int sc_free_large(struct run *r)
     char *b = malloc(1 << 20);
 
     memset(b, 0x5a, 1 << 20);
-    watch_or_die(b, 1 << 20);
-    r->w_addr = b;
-    r->w_len = 1 << 20;
-    r->lo = (uintptr_t)b;
-    r->hi = (uintptr_t)b + (1 << 20);
+    watch_expect(r, b, 1 << 20, (uintptr_t)b, (uintptr_t)b + (1 << 20));
     mark();
     free(b); /* glibc: munmap_chunk -> __munmap */
     return 0;
@@ -414,11 +393,7 @@ static int sc_realloc_grow(struct run *r)
     /* The chunk's mapping ends at b + usable; occupy the next page so the
      * growth cannot happen in place (it may be occupied already). */
     g = mmap(b + usable, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    watch_or_die(b, 1 << 20);
-    r->w_addr = b;
-    r->w_len = 1 << 20;
-    r->lo = (uintptr_t)b;
-    r->hi = (uintptr_t)b + (1 << 20);
+    watch_expect(r, b, 1 << 20, (uintptr_t)b, (uintptr_t)b + (1 << 20));
     mark();
     n = realloc(b, 4 << 20); /* glibc: mremap_chunk -> __mremap */
     CHECK(n != NULL);
@@ -443,11 +418,7 @@ static int sc_realloc_shrink(struct run *r)
     char *b = malloc(4 << 20), *n;
 
     memset(b, 0x5a, 4 << 20);
-    watch_or_die(b, 4 << 20);
-    r->w_addr = b;
-    r->w_len = 4 << 20;
-    r->lo = (uintptr_t)b + (1 << 20) + PG; /* the tail beyond the new end */
-    r->hi = (uintptr_t)b + (4 << 20) - PG;
+    watch_expect(r, b, 4 << 20, (uintptr_t)b + (1 << 20) + PG, (uintptr_t)b + (4 << 20) - PG); /* the tail beyond the new end */
     mark();
     n = realloc(b, 1 << 20); /* glibc: mremap_chunk shrinks in place */
     CHECK(n == b);
@@ -476,11 +447,7 @@ static int trim(struct run *r, int keep_last)
             free(small[i]);
         return 1;
     }
-    watch_or_die((void *)lo, hi - lo);
-    r->w_addr = (void *)lo;
-    r->w_len = hi - lo;
-    r->lo = lo;
-    r->hi = hi;
+    watch_expect(r, (void *)lo, hi - lo, lo, hi);
     r->overlap_ok = 1;
     for (int i = 0; i < NSMALL; i++)
         free(small[i]); /* M_TRIM_THRESHOLD is huge: free() never trims */
