@@ -3,6 +3,7 @@
 
 #include "mpi_library.h"
 
+#include "../shim/rma.h"
 #include "../shim/runtime.h"
 #include "../shim/track_mpi.h"
 
@@ -24,6 +25,28 @@
         int rc_ = PMPI_##name args;                                         \
         if (rc_ == MPI_SUCCESS && hb_should_track()) {                      \
             action;                                                         \
+        }                                                                   \
+        return rc_;                                                         \
+    }
+
+#define HB_ROUTE(name, params, args, call)                                 \
+    HB_EXPORT int MPI_##name params                                         \
+    {                                                                       \
+        if (hb_should_track())                                              \
+            return call;                                                    \
+        return PMPI_##name args;                                            \
+    }
+
+#define HB_SYNC(name, params, args, before, after)                         \
+    HB_EXPORT int MPI_##name params                                         \
+    {                                                                       \
+        int track_ = hb_should_track();                                     \
+        if (track_) {                                                       \
+            before;                                                         \
+        }                                                                   \
+        int rc_ = PMPI_##name args;                                         \
+        if (track_ && rc_ == MPI_SUCCESS) {                                 \
+            after;                                                          \
         }                                                                   \
         return rc_;                                                         \
     }

@@ -22,6 +22,7 @@ struct hb_site {
     uint8_t op;                       /* operation class of its first call */
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
     uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL */
+    uint64_t rerouted_calls;          /* moved by hotbuf's own RDMA */
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit

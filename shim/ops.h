@@ -27,6 +27,7 @@ struct hb_class_stats {
     unsigned long long untracked_calls; /* new buffer, table no longer growing */
     unsigned long long zero_calls;      /* zero bytes: nothing to track */
     unsigned long long proc_null_calls; /* peer MPI_PROC_NULL: nothing moves */
+    unsigned long long rerouted_calls;  /* moved by hotbuf's own RDMA instead of MPI */
 };
 
 #endif

@@ -79,6 +79,7 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
     hb_transport_params_default(&p);
     p.device = cfg->device;
     p.port = cfg->port;
+    p.connect_timeout_s = cfg->connect_timeout;
     if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why)))
         r->tr = NULL;
     /* every rank joins the bootstrap, also one whose open failed */
@@ -122,6 +123,30 @@ void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
         hb_memmon_stats(&ms);
         s->memmon_events = ms.unmap_events + ms.remove_events + ms.remap_events;
     }
+}
+
+struct failed_ctx {
+    int rank;
+    struct hb_rank_summary *rs;
+};
+
+static void add_failed(void *ctx, int peer, const char *reason)
+{
+    struct failed_ctx *f = ctx;
+    if (f->rs->nfailed >= HB_FAILED_PEERS)
+        return;
+    struct hb_failed_peer *p = &f->rs->failed[f->rs->nfailed++];
+    p->rank = f->rank;
+    p->peer = peer;
+    snprintf(p->reason, sizeof(p->reason), "%s", reason);
+}
+
+void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summary *rs)
+{
+    struct failed_ctx f = {rank, rs};
+    rs->nfailed = 0;
+    if (r->tr)
+        hb_transport_foreach_failed(r->tr, add_failed, &f);
 }
 
 void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm)

@@ -39,6 +39,9 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
 /* This rank's RDMA figures for the report. */
 void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s);
 
+/* Names this rank's failed peers (at most HB_FAILED_PEERS) in rs. */
+void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summary *rs);
+
 /* Collective: a barrier (no peer may still write into our memory), then
  * close everything. */
 void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm);

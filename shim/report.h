@@ -26,6 +26,7 @@
 
 struct hb_class_summary {
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls, zero_calls, proc_null_calls;
+    uint64_t rerouted_calls;  /* moved by hotbuf's own RDMA instead of MPI */
     uint64_t buffers, hot_buffers, max_reuse;
     uint64_t top_size[HB_TOP_SIZES], top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
     double saving_ns;       /* sum over hot buffers of hot_uses*C - R */
@@ -40,9 +41,53 @@ struct hb_rdma_summary {
     uint64_t memmon_events;
 };
 
+/* Why a window stays on PMPI, and why a hot operation did. */
+enum hb_rma_win_reason {
+    HB_WIN_SHARED,       /* MPI_Win_allocate_shared: load/store memory, not ours */
+    HB_WIN_DYNAMIC,      /* MPI_Win_create_dynamic: attach/detach not handled */
+    HB_WIN_INTERCOMM,    /* created on an intercommunicator */
+    HB_WIN_NO_RDMA,      /* rerouting off here (no transport, HOTBUF_RMA=0, threads) */
+    HB_WIN_REGISTRATION, /* this rank's window memory could not be registered */
+    HB_WIN_NREASONS
+};
+
+enum hb_rma_op_reason {
+    HB_RMA_DATATYPE,     /* not a predefined contiguous type on both sides */
+    HB_RMA_INTRANODE,    /* target on this node (HOTBUF_INTRANODE=0) */
+    HB_RMA_SELF,         /* target is the calling rank */
+    HB_RMA_CONNECTING,   /* the connection to the target is being made */
+    HB_RMA_PEER_FAILED,  /* the target is unreachable over hotbuf's RDMA */
+    HB_RMA_EPOCH,        /* no access epoch hotbuf can see to the target */
+    HB_RMA_BOUNDS,       /* outside the target's window */
+    HB_RMA_WINDOW,       /* window (or target's part) not registered */
+    HB_RMA_BUSY,         /* send queue full */
+    HB_RMA_REGISTRATION, /* the origin buffer could not be registered */
+    HB_RMA_NREASONS
+};
+
+struct hb_rma_summary {
+    uint64_t windows, windows_rdma, windows_pmpi[HB_WIN_NREASONS];
+    uint64_t ops_rdma, bytes_rdma, ops_pmpi[HB_RMA_NREASONS];
+    uint64_t reissued;           /* RDMA operations redone on PMPI after a peer failed */
+    uint64_t pscw_tokens;        /* start/post handshakes hotbuf added */
+};
+
+const char *hb_rma_win_reason_name(unsigned r);
+const char *hb_rma_op_reason_name(unsigned r);
+
+#define HB_FAILED_PEERS 4        /* failed peers each rank reports by name */
+
+struct hb_failed_peer {
+    int32_t rank, peer;
+    char reason[120];
+};
+
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
     struct hb_rdma_summary rdma;
+    struct hb_rma_summary rma;
+    uint32_t nfailed, pad;       /* failed peers listed below (at most HB_FAILED_PEERS) */
+    struct hb_failed_peer failed[HB_FAILED_PEERS];
     uint64_t table_entries, table_hot, table_memory, max_chain;
     uint64_t stopped;                 /* enum hb_stop_reason */
     uint64_t stopped_after_entries, stopped_after_calls;
@@ -60,6 +105,7 @@ struct hb_site_summary {
     uint32_t op, ranks;               /* ranks: how many ranks have this site */
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
     uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL: no buffer */
+    uint64_t rerouted_calls;          /* moved by hotbuf's own RDMA */
     uint64_t buffers, hot_buffers, max_reuse;
     double saving_ns;
     uint32_t ntop, pad;
@@ -86,6 +132,9 @@ struct hb_report {
     uint64_t sites_total, site_overflow_calls;
     struct hb_rdma_summary rdma;                /* sums, except: up = ranks up, transport_bytes
                                                    and cache_pinned = the largest rank's */
+    struct hb_rma_summary rma;                  /* sums */
+    struct hb_failed_peer failed[16];           /* the first failed peers, by rank */
+    uint32_t nfailed;
     struct hb_site_summary *sites;              /* merged, by calls descending */
     size_t nsites;
 };

@@ -114,6 +114,7 @@ static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel 
         c->untracked_calls = s->untracked_calls;
         c->zero_calls = s->zero_calls;
         c->proc_null_calls = s->proc_null_calls;
+        c->rerouted_calls = s->rerouted_calls;
         c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) * cm->lookup_ns;
     }
     rs->table_entries = t->table.entries;
@@ -164,6 +165,7 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
         a->hot_calls = s->hot_calls;
         a->untracked_calls = s->untracked_calls;
         a->empty_calls = s->empty_calls;
+        a->rerouted_calls = s->rerouted_calls;
         if (ids[i] == HB_SITE_OTHER)
             snprintf(a->name, HB_NAME_LEN, "<other call sites>");
         else

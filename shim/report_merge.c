@@ -29,6 +29,7 @@ static void add_counters(struct hb_class_summary *to, const struct hb_class_summ
     to->untracked_calls += c->untracked_calls;
     to->zero_calls += c->zero_calls;
     to->proc_null_calls += c->proc_null_calls;
+    to->rerouted_calls += c->rerouted_calls;
     to->buffers += c->buffers;
     to->hot_buffers += c->hot_buffers;
     to->saving_ns += c->saving_ns;
@@ -101,6 +102,22 @@ static void merge_rdma(struct hb_rdma_summary *to, const struct hb_rdma_summary 
     to->memmon_events += s->memmon_events;
 }
 
+/* Every field is a count: summed over the ranks. */
+static void merge_rma(struct hb_rma_summary *to, const struct hb_rma_summary *s)
+{
+    uint64_t *t = (uint64_t *)to;
+    const uint64_t *f = (const uint64_t *)s;
+    for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
+        t[i] += f[i];
+}
+
+static void merge_failed(struct hb_report *r, const struct hb_rank_summary *rs)
+{
+    size_t room = sizeof(r->failed) / sizeof(r->failed[0]);
+    for (uint32_t i = 0; i < rs->nfailed && i < HB_FAILED_PEERS && r->nfailed < room; i++)
+        r->failed[r->nfailed++] = rs->failed[i];
+}
+
 static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
 {
     r->entries_total += rs->table_entries;
@@ -113,6 +130,8 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
         r->max_chain = rs->max_chain;
     r->sites_total += rs->sites;
     merge_rdma(&r->rdma, &rs->rdma);
+    merge_rma(&r->rma, &rs->rma);
+    merge_failed(r, rs);
     r->site_overflow_calls += rs->site_overflow_calls;
     if (!rs->stopped)
         return;
@@ -151,6 +170,7 @@ static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *
     to->hot_calls += s->hot_calls;
     to->untracked_calls += s->untracked_calls;
     to->empty_calls += s->empty_calls;
+    to->rerouted_calls += s->rerouted_calls;
     to->buffers += s->buffers;
     to->hot_buffers += s->hot_buffers;
     to->saving_ns += s->saving_ns;

@@ -2,6 +2,7 @@
  * sends one fixed-size summary and at most HOTBUF_REPORT_SITES site
  * records, so rank 0 receives a bounded amount per rank. */
 #include "report_mpi.h"
+#include "rma.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -127,6 +128,8 @@ void hb_report_at_finalize(void)
                         (size_t)hb_rt.cfg.report_buffers, &rs, &sites))
         memset(&rs, 0, sizeof(rs)); /* no tracker or no memory: this rank reports nothing */
     hb_rdma_summarize(&hb_rt.rdma, &rs.rdma);
+    hb_rdma_failed_peers(&hb_rt.rdma, hb_rt.rank, &rs);
+    hb_rma_summarize(&rs.rma);
 
     int *counts = NULL, *displs = NULL;
     char *site_bytes = NULL;

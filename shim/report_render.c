@@ -84,14 +84,15 @@ static void text_sites(FILE *out, const struct hb_report *r)
         return;
     fprintf(out, "\ncall sites (busiest %zu of %llu, merged over ranks; buffers = first used there):\n",
             r->nsites, (unsigned long long)r->sites_total);
-    fprintf(out, "%3s %-9s %10s %7s %6s %8s %9s %12s  %s\n", "#", "op", "calls", "reuse%",
-            "hot%", "buffers", "max reuse", "est. saving", "site");
+    fprintf(out, "%3s %-9s %10s %7s %6s %8s %9s %9s %12s  %s\n", "#", "op", "calls", "reuse%",
+            "hot%", "buffers", "max reuse", "rdma ops", "est. saving", "site");
     for (size_t i = 0; i < r->nsites; i++) {
         const struct hb_site_summary *s = &r->sites[i];
-        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %12s  %s\n", i + 1,
+        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %9llu %12s  %s\n", i + 1,
                 hb_op_name(s->op), (unsigned long long)s->calls, hb_site_reuse_pct(s),
                 pct(s->hot_calls, s->calls), (unsigned long long)s->buffers,
-                (unsigned long long)s->max_reuse, human_time(s->saving_ns, b1, sizeof(b1)),
+                (unsigned long long)s->max_reuse, (unsigned long long)s->rerouted_calls,
+                human_time(s->saving_ns, b1, sizeof(b1)),
                 s->name);
         for (uint32_t k = 0; k < s->ntop; k++)
             fprintf(out, "%s rank %d 0x%llx %s x%llu%s", k ? "," : "      buffers:", s->top[k].rank,
@@ -124,6 +125,60 @@ static void text_table(FILE *out, const struct hb_report *r, const struct hb_rep
                 (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
+const char *hb_rma_win_reason_name(unsigned r)
+{
+    static const char *const names[HB_WIN_NREASONS] = {"shared", "dynamic", "intercomm",
+                                                       "no_rdma", "registration"};
+    return r < HB_WIN_NREASONS ? names[r] : "?";
+}
+
+const char *hb_rma_op_reason_name(unsigned r)
+{
+    static const char *const names[HB_RMA_NREASONS] = {
+        "datatype", "intranode", "self", "connecting", "peer_failed",
+        "epoch", "bounds", "window", "busy", "registration"};
+    return r < HB_RMA_NREASONS ? names[r] : "?";
+}
+
+/* "reason N, reason N" for the nonzero counts. */
+static void text_reasons(FILE *out, const uint64_t *n, unsigned count,
+                         const char *(*name)(unsigned))
+{
+    int any = 0;
+    for (unsigned i = 0; i < count; i++)
+        if (n[i])
+            fprintf(out, "%s%s %llu", any++ ? ", " : "", name(i), (unsigned long long)n[i]);
+    if (!any)
+        fprintf(out, "none");
+}
+
+static void text_rma(FILE *out, const struct hb_report *r)
+{
+    const struct hb_rma_summary *m = &r->rma;
+    char b1[32];
+    if (!m->windows)
+        return;
+    fprintf(out, "one-sided: %llu window(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
+            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
+    text_reasons(out, m->windows_pmpi, HB_WIN_NREASONS, hb_rma_win_reason_name);
+    fprintf(out, "\n  %llu put/get moved by hotbuf's RDMA (%s); hot ones left on PMPI: ",
+            (unsigned long long)m->ops_rdma, human_bytes((double)m->bytes_rdma, b1, sizeof(b1)));
+    text_reasons(out, m->ops_pmpi, HB_RMA_NREASONS, hb_rma_op_reason_name);
+    fprintf(out, "\n");
+    if (m->reissued)
+        fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
+                (unsigned long long)m->reissued);
+}
+
+static void text_failed(FILE *out, const struct hb_report *r)
+{
+    for (uint32_t i = 0; i < r->nfailed; i++)
+        fprintf(out, "  rank %d -> rank %d on PMPI: %s\n", r->failed[i].rank, r->failed[i].peer,
+                r->failed[i].reason);
+    if (r->rdma.peers_failed > r->nfailed)
+        fprintf(out, "  (%llu failed peer(s) in all)\n", (unsigned long long)r->rdma.peers_failed);
+}
+
 static void text_rdma(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
 {
     const struct hb_rdma_summary *d = &r->rdma;
@@ -143,6 +198,7 @@ static void text_rdma(FILE *out, const struct hb_report *r, const struct hb_repo
             human_bytes((double)d->cache_pinned, b3, sizeof(b3)),
             (unsigned long long)d->cache_hits, (unsigned long long)d->cache_misses,
             (unsigned long long)d->cache_invalidations, (unsigned long long)d->memmon_events);
+    text_failed(out, r);
 }
 
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
@@ -189,6 +245,7 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
     text_sites(out, r);
     text_table(out, r, ctx);
     text_rdma(out, r, ctx);
+    text_rma(out, r);
     text_cost(out, ctx);
     text_config(out, ctx);
     fprintf(out, "==== end of hotbuf report ====\n");
@@ -218,12 +275,13 @@ static void json_class(FILE *out, const struct hb_class_report *c)
             "{\"calls\": %llu, \"bytes\": %llu, \"buffers\": %llu, \"reuse_calls\": %llu, "
             "\"reuse_pct\": %.3f, \"hot_calls\": %llu, \"hot_pct\": %.3f, \"hot_buffers\": %llu, "
             "\"untracked_calls\": %llu, \"zero_byte_calls\": %llu, \"proc_null_calls\": %llu, "
-            "\"ranks_with_calls\": %u, ",
+            "\"rerouted_calls\": %llu, \"ranks_with_calls\": %u, ",
             (unsigned long long)s->calls, (unsigned long long)s->bytes,
             (unsigned long long)s->buffers, (unsigned long long)s->reuse_calls, hb_reuse_pct(s),
             (unsigned long long)s->hot_calls, pct(s->hot_calls, s->calls),
             (unsigned long long)s->hot_buffers, (unsigned long long)s->untracked_calls,
-            (unsigned long long)s->zero_calls, (unsigned long long)s->proc_null_calls, c->ranks);
+            (unsigned long long)s->zero_calls, (unsigned long long)s->proc_null_calls,
+            (unsigned long long)s->rerouted_calls, c->ranks);
     fprintf(out, "\"max_reuse\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
             (unsigned long long)c->max_reuse_min, (unsigned long long)c->max_reuse_max,
             c->max_reuse_avg);
@@ -246,13 +304,14 @@ static void json_site(FILE *out, const struct hb_site_summary *s)
             ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
             "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
             "\"untracked_calls\": %llu, \"buffers\": %llu, \"hot_buffers\": %llu, "
-            "\"max_reuse\": %llu, \"estimated_saving_us\": %.3f, \"top_buffers\": [",
+            "\"max_reuse\": %llu, \"rerouted_calls\": %llu, \"estimated_saving_us\": %.3f, "
+            "\"top_buffers\": [",
             hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
             (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
             hb_site_reuse_pct(s), (unsigned long long)s->hot_calls,
             (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
             (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
-            s->saving_ns / 1e3);
+            (unsigned long long)s->rerouted_calls, s->saving_ns / 1e3);
     for (uint32_t k = 0; k < s->ntop; k++)
         fprintf(out,
                 "%s{\"rank\": %d, \"address\": \"0x%llx\", \"size\": %llu, \"uses\": %llu, "
@@ -288,13 +347,44 @@ static void json_rdma(FILE *out, const struct hb_report *r, const struct hb_repo
             ", \"ranks_up\": %llu, \"peers_connected\": %llu, \"peers_failed\": %llu, "
             "\"transport_bytes_max\": %llu, \"bytes_per_peer\": %llu, \"cache_regions\": %llu, "
             "\"cache_pinned_max\": %llu, \"cache_hits\": %llu, \"cache_misses\": %llu, "
-            "\"cache_invalidations\": %llu, \"memmon_events\": %llu}",
+            "\"cache_invalidations\": %llu, \"memmon_events\": %llu",
             (unsigned long long)d->up, (unsigned long long)d->peers_connected,
             (unsigned long long)d->peers_failed, (unsigned long long)d->transport_bytes,
             (unsigned long long)d->per_peer_bytes, (unsigned long long)d->cache_entries,
             (unsigned long long)d->cache_pinned, (unsigned long long)d->cache_hits,
             (unsigned long long)d->cache_misses, (unsigned long long)d->cache_invalidations,
             (unsigned long long)d->memmon_events);
+    fprintf(out, ", \"failed_peers\": [");
+    for (uint32_t i = 0; i < r->nfailed; i++) {
+        fprintf(out, "%s{\"rank\": %d, \"peer\": %d, \"reason\": ", i ? ", " : "",
+                r->failed[i].rank, r->failed[i].peer);
+        json_string(out, r->failed[i].reason);
+        fprintf(out, "}");
+    }
+    fprintf(out, "]}");
+}
+
+static void json_reasons(FILE *out, const uint64_t *n, unsigned count,
+                         const char *(*name)(unsigned))
+{
+    fprintf(out, "{");
+    for (unsigned i = 0; i < count; i++)
+        fprintf(out, "%s\"%s\": %llu", i ? ", " : "", name(i), (unsigned long long)n[i]);
+    fprintf(out, "}");
+}
+
+static void json_rma(FILE *out, const struct hb_report *r)
+{
+    const struct hb_rma_summary *m = &r->rma;
+    fprintf(out, "{\"windows\": %llu, \"windows_rdma\": %llu, \"windows_pmpi\": ",
+            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
+    json_reasons(out, m->windows_pmpi, HB_WIN_NREASONS, hb_rma_win_reason_name);
+    fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
+                 "\"pscw_tokens\": %llu, \"ops_pmpi\": ",
+            (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
+            (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens);
+    json_reasons(out, m->ops_pmpi, HB_RMA_NREASONS, hb_rma_op_reason_name);
+    fprintf(out, "}");
 }
 
 static void json_cost(FILE *out, const struct hb_report_context *ctx)
@@ -350,6 +440,8 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
     json_table(out, r);
     fprintf(out, ",\n \"rdma\": ");
     json_rdma(out, r, ctx);
+    fprintf(out, ",\n \"rma\": ");
+    json_rma(out, r);
     fprintf(out, ",\n \"cost_model\": ");
     json_cost(out, ctx);
     fprintf(out, ",\n \"config\": ");

@@ -125,3 +125,20 @@ void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtyp
     int empty = total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
     track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);
 }
+
+struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
+                                int peer, void *ret, uint16_t *site)
+{
+    struct hb_use u;
+    int proc_null;
+    int empty = hb_use_compute(buf, count, type, peer, &u, &proc_null);
+    struct hb_entry *e = NULL;
+    hb_lock();
+    *site = hb_tracker_site(&hb_rt.tracker, op, ret);
+    if (empty)
+        hb_tracker_record_empty(&hb_rt.tracker, op, proc_null, *site);
+    else
+        e = hb_tracker_record(&hb_rt.tracker, op, &u, *site);
+    hb_unlock();
+    return e;
+}

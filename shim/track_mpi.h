@@ -62,6 +62,11 @@ int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, stru
 uint16_t hb_track_site(unsigned op, void *ret);
 void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, uint16_t site);
 
+/* One call, like hb_track, for callers that go on to route it: returns the
+ * buffer's table entry (NULL: untracked or nothing moves) and the site. */
+struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
+                                int peer, void *ret, uint16_t *site);
+
 /* Allgather: the receive buffer holds comm_size blocks of recvcount x recvtype. */
 void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                         void *ret);

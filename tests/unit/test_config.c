@@ -106,6 +106,9 @@ static const struct {
     {"HOTBUF_REGCACHE_MAX_ENTRIES", "4096"},
     {"HOTBUF_REGCACHE_MAX_BYTES", "0"},
     {"HOTBUF_MEMMON", "on"},
+    {"HOTBUF_RMA", "1"},
+    {"HOTBUF_INTRANODE", "0"},
+    {"HOTBUF_CONNECT_TIMEOUT", "60"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -143,6 +146,9 @@ static void test_defaults(void)
     CHECK(cfg.regcache_entries == 4096);
     CHECK_EQ_U64(cfg.regcache_bytes, 0);
     CHECK(cfg.memmon == HB_MEMMON_ON);
+    CHECK(cfg.rma == 1);
+    CHECK(cfg.intranode == 0);
+    CHECK(cfg.connect_timeout == 60);
 
     /* Every table row has an expectation, and each formats as expected. */
     CHECK_EQ_U64(hb_var_count, NDEFAULTS);
@@ -434,6 +440,9 @@ static const struct {
     {"HOTBUF_REGCACHE_MAX_ENTRIES", "64"},
     {"HOTBUF_REGCACHE_MAX_BYTES", "64M"},
     {"HOTBUF_MEMMON", "None"},
+    {"HOTBUF_RMA", "0"},
+    {"HOTBUF_INTRANODE", "1"},
+    {"HOTBUF_CONNECT_TIMEOUT", "2.5"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 

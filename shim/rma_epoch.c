@@ -1,0 +1,210 @@
+/* Synchronization: when a target's memory may be written directly, and
+ * completion of hotbuf's operations before every PMPI synchronization call.
+ *
+ * When does the target's epoch allow a direct write?
+ *  - Fence: once the origin's opening fence has returned.  MPI requires
+ *    that operations started after a fence reach the target only after the
+ *    target called that fence; Open MPI (osc pt2pt, rdma, ucx) and MPICH
+ *    (ch4) meet it by ending the fence in a barrier.  Only a fence asserting
+ *    MPI_MODE_NOPRECEDE may skip that barrier (no operation precedes it), so
+ *    after such a fence hotbuf adds its own barrier on the window's
+ *    duplicate communicator.  MPI requires the assertion on all ranks or
+ *    none, so every rank takes that barrier.
+ *  - Post/start: MPI_Win_start need not wait for the matching MPI_Win_post
+ *    (Open MPI's does not).  hotbuf makes each MPI_Win_post send a zero-byte
+ *    token to every origin of its group, and routes an operation to a
+ *    target only once that target's token is in; MPI_Win_complete waits
+ *    for the remaining tokens so that they pair with their epoch.
+ *  - Locks: MPI may acquire a lock lazily, at the first operation or at the
+ *    flush.  Before the first direct write of a lock epoch hotbuf calls
+ *    PMPI_Win_flush on the target, which makes MPI hold the lock (a cheap
+ *    no-op where the lock is already held); MPI_MODE_NOCHECK skips it.
+ *
+ * Completion: RDMA write completion on a reliable connection means the
+ * data is placed at the target, so completing before the PMPI closing call
+ * orders our data before MPI's own end-of-epoch handshake.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "../regcache/regcache.h"
+#include "rma.h"
+#include "rma_int.h"
+#include "runtime.h"
+
+/* MPI progress while hotbuf waits for its own completions: a rank that
+ * waits here may be the one another rank's MPI operation depends on. */
+static void mpi_progress(void *ctx)
+{
+    int flag;
+    (void)ctx;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hb_rt.comm, &flag, MPI_STATUS_IGNORE);
+}
+
+/* The peer failed before the operation was known complete: do it again on
+ * PMPI, still inside the epoch (the closing PMPI call completes it). */
+static void reissue(const struct hb_win *w, const struct hb_rma_pending *p)
+{
+    if (p->is_get)
+        PMPI_Get(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
+                 w->win);
+    else
+        PMPI_Put(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
+                 w->win);
+    hb_rma.stats.reissued++;
+}
+
+void hb_rma_complete(struct hb_win *w, int target)
+{
+    struct hb_transport *t = hb_rma_transport();
+    size_t keep = 0;
+    for (size_t i = 0; i < w->npend; i++) {
+        struct hb_rma_pending *p = &w->pend[i];
+        if (target >= 0 && p->target != target) {
+            w->pend[keep++] = *p;
+            continue;
+        }
+        if (hb_transport_wait(t, &p->op, mpi_progress, NULL) != HB_TR_OK)
+            reissue(w, p);
+        hb_regcache_put(hb_rt.rdma.cache, p->region);
+    }
+    w->npend = keep;
+}
+
+static int pscw_token_in(struct hb_win *w, int target)
+{
+    int flag = 0;
+    if (w->pscw[target] == HB_PSCW_WAITING &&
+        PMPI_Test(&w->tokens[target], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
+        w->pscw[target] = HB_PSCW_POSTED;
+    return w->pscw[target] == HB_PSCW_POSTED;
+}
+
+int hb_rma_epoch_allows(struct hb_win *w, int target)
+{
+    if (w->lock[target] == HB_LOCKED)
+        return 0;
+    if (w->lock[target] == HB_LOCKED_UNPROBED) {
+        PMPI_Win_flush(target, w->win);
+        w->lock[target] = HB_LOCKED;
+        return 0;
+    }
+    if (w->nstart)
+        return pscw_token_in(w, target) ? 0 : HB_RMA_EPOCH;
+    return w->fence_open ? 0 : HB_RMA_EPOCH;
+}
+
+/* ---- hooks called by the wrappers ---------------------------------------------- */
+
+void hb_rma_before_sync(MPI_Win win, int target)
+{
+    struct hb_win *w = hb_rma_find(win);
+    if (!w)
+        return;
+    hb_nested++;
+    hb_transport_progress(hb_rma_transport());
+    hb_rma_complete(w, target);
+    hb_nested--;
+}
+
+void hb_rma_after_fence(MPI_Win win, int assert)
+{
+    struct hb_win *w = hb_rma_find(win);
+    if (!w)
+        return;
+    w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
+    if ((assert & MPI_MODE_NOPRECEDE) && w->fence_open && w->any_rdma)
+        PMPI_Barrier(w->comm);
+}
+
+void hb_rma_after_lock(MPI_Win win, int target, int assert)
+{
+    struct hb_win *w = hb_rma_find(win);
+    if (!w)
+        return;
+    uint8_t state = (assert & MPI_MODE_NOCHECK) ? HB_LOCKED : HB_LOCKED_UNPROBED;
+    if (!w->lock)
+        return;
+    if (target >= 0 && target < w->size)
+        w->lock[target] = state;
+    else if (target < 0)
+        memset(w->lock, state, (size_t)w->size);
+}
+
+void hb_rma_after_unlock(MPI_Win win, int target)
+{
+    struct hb_win *w = hb_rma_find(win);
+    if (!w || !w->lock)
+        return;
+    if (target >= 0 && target < w->size)
+        w->lock[target] = HB_UNLOCKED;
+    else if (target < 0)
+        memset(w->lock, HB_UNLOCKED, (size_t)w->size);
+}
+
+/* The ranks of group in the window's communicator: n of them, in
+ * w->scratch[n..2n) (MPI_UNDEFINED for a rank outside it). */
+static int *group_ranks(const struct hb_win *w, MPI_Group group, int *n)
+{
+    MPI_Group wg;
+    *n = 0;
+    if (PMPI_Group_size(group, n) != MPI_SUCCESS || *n <= 0 || *n > w->size ||
+        PMPI_Comm_group(w->comm, &wg) != MPI_SUCCESS)
+        return NULL;
+    for (int i = 0; i < *n; i++)
+        w->scratch[i] = i;
+    PMPI_Group_translate_ranks(group, *n, w->scratch, wg, w->scratch + *n);
+    PMPI_Group_free(&wg);
+    return w->scratch + *n;
+}
+
+/* Tokens go only to origins that route: the others would never take them. */
+void hb_rma_after_post(MPI_Win win, MPI_Group group)
+{
+    struct hb_win *w = hb_rma_find(win);
+    int n;
+    if (!w || !w->any_rdma || !w->scratch)
+        return;
+    const int *ranks = group_ranks(w, group, &n);
+    for (int i = 0; ranks && i < n; i++) {
+        MPI_Request req;
+        if (ranks[i] == MPI_UNDEFINED || !w->targets[ranks[i]].rdma)
+            continue;
+        PMPI_Isend(NULL, 0, MPI_BYTE, ranks[i], HB_RMA_TOKEN_TAG, w->comm, &req);
+        PMPI_Request_free(&req);
+        hb_rma.stats.pscw_tokens++;
+    }
+}
+
+void hb_rma_after_start(MPI_Win win, MPI_Group group)
+{
+    struct hb_win *w = hb_rma_find(win);
+    int n;
+    if (!w || !w->rdma)
+        return;
+    const int *ranks = group_ranks(w, group, &n);
+    for (int i = 0; ranks && i < n; i++) {
+        int r = ranks[i];
+        if (r == MPI_UNDEFINED || w->pscw[r] != HB_PSCW_NONE)
+            continue;
+        PMPI_Irecv(NULL, 0, MPI_BYTE, r, HB_RMA_TOKEN_TAG, w->comm, &w->tokens[r]);
+        w->pscw[r] = HB_PSCW_WAITING;
+        w->nstart++;
+    }
+}
+
+/* The epoch's tokens are all taken here, used or not, so that the next
+ * epoch's token cannot be mistaken for this one's. */
+void hb_rma_before_complete(MPI_Win win)
+{
+    struct hb_win *w = hb_rma_find(win);
+    if (!w)
+        return;
+    hb_rma_before_sync(win, -1);
+    for (int r = 0; w->nstart && r < w->size; r++) {
+        if (w->pscw[r] == HB_PSCW_WAITING)
+            PMPI_Wait(&w->tokens[r], MPI_STATUS_IGNORE);
+        w->pscw[r] = HB_PSCW_NONE;
+    }
+    w->nstart = 0;
+}

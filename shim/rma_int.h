@@ -1,0 +1,91 @@
+/* Internals shared by rma_win.c, rma_epoch.c and rma_route.c. */
+#ifndef HOTBUF_RMA_INT_H
+#define HOTBUF_RMA_INT_H
+
+#include <mpi.h>
+#include <stdint.h>
+#include <uthash.h>
+
+#include "report.h"
+#include "transport/transport.h"
+
+struct hb_region;
+
+/* What every rank of a window learns about each other rank (one allgather). */
+struct hb_rma_target {
+    uint64_t base;        /* window base address at the target */
+    uint64_t size;        /* bytes */
+    int32_t disp_unit;
+    int32_t world;        /* the target's rank in MPI_COMM_WORLD (transport peer) */
+    uint32_t rkey;
+    uint32_t node;        /* hash of the host name */
+    uint32_t ok;          /* the target's window memory is registered */
+    uint32_t rdma;        /* the target reroutes (transport up, cache on) */
+};
+
+/* Epoch state of one target, as this rank (the origin) sees it. */
+enum hb_lock_state { HB_UNLOCKED, HB_LOCKED_UNPROBED, HB_LOCKED };
+enum hb_pscw_state { HB_PSCW_NONE, HB_PSCW_WAITING, HB_PSCW_POSTED };
+
+/* One RDMA operation in flight.  The arguments are kept so that an
+ * operation whose peer fails can be redone on PMPI inside the same epoch:
+ * the origin buffer may not change before the closing synchronization,
+ * so the retry moves the same data. */
+struct hb_rma_pending {
+    int target, is_get;
+    struct hb_tr_op op;
+    struct hb_region *region;     /* origin buffer's registration, held until done */
+    void *obuf;
+    int ocount, tcount;
+    MPI_Datatype otype, ttype;    /* predefined: never freed */
+    MPI_Aint tdisp;
+};
+
+struct hb_win {
+    MPI_Win win;
+    UT_hash_handle hh;
+    MPI_Comm comm;                /* hotbuf's duplicate of the window's communicator */
+    int rank, size;
+    int rdma;                     /* this rank reroutes on this window */
+    int any_rdma;                 /* some rank does: the extra synchronization is needed
+                                     (the same value on every rank) */
+    struct hb_region *region;     /* this rank's window memory, held until Win_free */
+    struct hb_rma_target *targets;
+    /* epochs */
+    int fence_open;               /* a fence without MPI_MODE_NOSUCCEED was the last one */
+    uint8_t *lock;                /* enum hb_lock_state per target */
+    uint8_t *pscw;                /* enum hb_pscw_state per target */
+    MPI_Request *tokens;          /* per target: its "posted" token, while awaited */
+    int *scratch;                 /* 2 x size ints for group translations */
+    int nstart;                   /* targets in the current start group */
+    /* operations in flight */
+    struct hb_rma_pending *pend;
+    size_t npend, cap;
+};
+
+/* Process-wide state of the one-sided path. */
+struct hb_rma {
+    int on;                       /* agreed by all ranks at start */
+    uint32_t node;                /* this host's hash */
+    struct hb_win *wins;          /* uthash by MPI_Win */
+    struct hb_rma_summary stats;
+};
+
+extern struct hb_rma hb_rma;
+
+struct hb_win *hb_rma_find(MPI_Win win);
+struct hb_transport *hb_rma_transport(void);
+
+/* Completes (waits for) this window's operations to target (-1: all);
+ * operations whose peer failed are redone on PMPI. */
+void hb_rma_complete(struct hb_win *w, int target);
+
+/* May an operation to target go straight to its memory now?  0, or an
+ * enum hb_rma_op_reason.  May call PMPI (to make MPI take a lock it
+ * acquires lazily). */
+int hb_rma_epoch_allows(struct hb_win *w, int target);
+
+/* Tag of the start/post tokens on the window's duplicate communicator. */
+#define HB_RMA_TOKEN_TAG 4242
+
+#endif

@@ -1,0 +1,210 @@
+/* Per operation: track the origin buffer; if it is hot and everything
+ * about the operation is simple enough, move it with hotbuf's own RDMA
+ * write (Put) or read (Get); otherwise call PMPI (see rma.h). */
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "../regcache/regcache.h"
+#include "../regcache/regcache_verbs.h"
+#include "rma.h"
+#include "rma_int.h"
+#include "runtime.h"
+#include "track_mpi.h"
+
+/* One operation as the wrappers pass it. */
+struct rma_call {
+    int is_get;
+    void *obuf;
+    int ocount, tcount, target;
+    MPI_Datatype otype, ttype;
+    MPI_Aint tdisp;
+    MPI_Win win;
+    MPI_Request *req;             /* Rput/Rget, else NULL */
+};
+
+static int pmpi_call(const struct rma_call *c)
+{
+    if (c->is_get)
+        return c->req ? PMPI_Rget(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
+                                  c->ttype, c->win, c->req)
+                      : PMPI_Get(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
+                                 c->ttype, c->win);
+    return c->req ? PMPI_Rput(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
+                              c->ttype, c->win, c->req)
+                  : PMPI_Put(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
+                             c->ttype, c->win);
+}
+
+/* Bytes of count elements of a predefined contiguous type; 0 otherwise.
+ * Derived types are left to MPI even when contiguous: the user may free
+ * one right after the call, and a failed peer's operation must be
+ * re-issued with the same types. */
+static uint64_t contiguous_bytes(int count, MPI_Datatype type)
+{
+    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
+    return d->type == type && d->size && count > 0 ? (uint64_t)count * d->size : 0;
+}
+
+/* 0 and *raddr when the operation fits the target's registered window;
+ * else why not. */
+static int check_target(const struct hb_win *w, const struct rma_call *c, uint64_t bytes,
+                        uint64_t *raddr)
+{
+    if (c->target == w->rank)
+        return HB_RMA_SELF;
+    if (c->target < 0 || c->target >= w->size)
+        return HB_RMA_WINDOW; /* MPI_PROC_NULL or bad rank: MPI's business */
+    uint64_t tbytes = contiguous_bytes(c->tcount, c->ttype);
+    if (!tbytes || tbytes != bytes)
+        return HB_RMA_DATATYPE;
+    const struct hb_rma_target *t = &w->targets[c->target];
+    if (!t->ok)
+        return HB_RMA_WINDOW;
+    if (t->node == hb_rma.node && !hb_rt.cfg.intranode)
+        return HB_RMA_INTRANODE;
+    if (c->tdisp < 0)
+        return HB_RMA_BOUNDS;
+    uint64_t off = (uint64_t)c->tdisp * (uint64_t)t->disp_unit;
+    if (off > t->size || bytes > t->size - off)
+        return HB_RMA_BOUNDS;
+    *raddr = t->base + off;
+    return 0;
+}
+
+static int connection(const struct hb_win *w, int target)
+{
+    struct hb_transport *t = hb_rma_transport();
+    hb_transport_progress(t);
+    switch (hb_transport_connect(t, w->targets[target].world)) {
+    case HB_TR_OK:
+        return 0;
+    case HB_TR_AGAIN:
+        return HB_RMA_CONNECTING;
+    default:
+        return HB_RMA_PEER_FAILED;
+    }
+}
+
+static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
+                uint64_t bytes, uint64_t raddr, struct hb_tr_op *op)
+{
+    struct hb_transport *t = hb_rma_transport();
+    struct ibv_mr *mr = hb_region_mr(reg);
+    int peer = w->targets[c->target].world;
+    uint32_t rkey = w->targets[c->target].rkey;
+    for (int attempt = 0;; attempt++) {
+        int rc = c->is_get
+                     ? hb_transport_read(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey, 0, op)
+                     : hb_transport_write(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey, 0, op);
+        if (rc != HB_TR_BUSY || attempt == 1)
+            return rc == HB_TR_OK ? 0 : rc == HB_TR_BUSY ? HB_RMA_BUSY : HB_RMA_PEER_FAILED;
+        hb_rma_complete(w, c->target); /* send queue full: drain this target, retry once */
+    }
+}
+
+static int remember(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
+                    const struct hb_tr_op *op)
+{
+    if (w->npend == w->cap) {
+        size_t cap = w->cap ? 2 * w->cap : 64;
+        void *p = realloc(w->pend, cap * sizeof(*w->pend));
+        if (!p)
+            return -1;
+        w->pend = p;
+        w->cap = cap;
+    }
+    w->pend[w->npend++] = (struct hb_rma_pending){
+        .target = c->target, .is_get = c->is_get, .op = *op, .region = reg, .obuf = c->obuf,
+        .ocount = c->ocount, .tcount = c->tcount, .otype = c->otype, .ttype = c->ttype,
+        .tdisp = c->tdisp};
+    return 0;
+}
+
+/* Rput/Rget: the RDMA is complete before the call returns, so the request
+ * handed back is a generalized request already complete. */
+static int greq_query(void *state, MPI_Status *st)
+{
+    (void)state;
+    PMPI_Status_set_elements(st, MPI_BYTE, 0);
+    PMPI_Status_set_cancelled(st, 0);
+    st->MPI_SOURCE = MPI_UNDEFINED;
+    st->MPI_TAG = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+}
+static int greq_free(void *state) { (void)state; return MPI_SUCCESS; }
+static int greq_cancel(void *state, int complete) { (void)state; (void)complete; return MPI_SUCCESS; }
+
+static int complete_request(struct hb_win *w, const struct rma_call *c)
+{
+    hb_rma_complete(w, c->target);
+    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, c->req);
+    return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*c->req) : rc;
+}
+
+/* 0 if the operation went out on hotbuf's RDMA (*rc is the MPI result),
+ * else the reason it did not. */
+static int try_rdma(const struct rma_call *c, int *rc)
+{
+    struct hb_win *w = hb_rma_find(c->win);
+    uint64_t bytes = contiguous_bytes(c->ocount, c->otype), raddr = 0;
+    struct hb_region *reg = NULL;
+    struct hb_tr_op op;
+    int why;
+    if (!w || !w->rdma)
+        return HB_RMA_WINDOW;
+    if (!bytes)
+        return HB_RMA_DATATYPE;
+    if ((why = check_target(w, c, bytes, &raddr)) || (why = connection(w, c->target)) ||
+        (why = hb_rma_epoch_allows(w, c->target)))
+        return why;
+    if (hb_regcache_get(hb_rt.rdma.cache, c->obuf, bytes, &reg))
+        return HB_RMA_REGISTRATION;
+    if ((why = post(w, c, reg, bytes, raddr, &op))) {
+        hb_regcache_put(hb_rt.rdma.cache, reg);
+        return why;
+    }
+    if (remember(w, c, reg, &op)) { /* no memory to track it: finish it now */
+        struct hb_rma_pending p = {.target = c->target, .op = op, .region = reg};
+        hb_transport_wait(hb_rma_transport(), &p.op, NULL, NULL);
+        hb_regcache_put(hb_rt.rdma.cache, reg);
+        return HB_RMA_BUSY; /* may already be done; repeating it on PMPI is harmless */
+    }
+    hb_rma.stats.ops_rdma++;
+    hb_rma.stats.bytes_rdma += bytes;
+    *rc = c->req ? complete_request(w, c) : MPI_SUCCESS;
+    return 0;
+}
+
+static int route(unsigned op, const struct rma_call *c, void *ret)
+{
+    uint16_t site;
+    struct hb_entry *e = hb_track_entry(op, c->obuf, c->ocount, c->otype, c->target, ret, &site);
+    if (!e || !e->hot || !hb_rma.on)
+        return pmpi_call(c);
+    int rc = MPI_SUCCESS, why;
+    hb_nested++;
+    why = try_rdma(c, &rc);
+    hb_nested--;
+    if (why) {
+        hb_rma.stats.ops_pmpi[why]++;
+        return pmpi_call(c);
+    }
+    hb_rt.tracker.cls[op].rerouted_calls++;
+    hb_rt.tracker.sites.site[site].rerouted_calls++;
+    return rc;
+}
+
+int hb_rma_put(const void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret)
+{
+    struct rma_call c = {0, (void *)obuf, ocount, tcount, target, otype, ttype, tdisp, win, req};
+    return route(HB_OP_PUT, &c, ret);
+}
+
+int hb_rma_get(void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
+               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret)
+{
+    struct rma_call c = {1, obuf, ocount, tcount, target, otype, ttype, tdisp, win, req};
+    return route(HB_OP_GET, &c, ret);
+}
