@@ -129,6 +129,14 @@ void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtyp
 struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
                                 int peer, void *ret, uint16_t *site)
 {
+    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
+    if (d->type == type && d->size && hb_rt.tracking == HB_TRACK_FAST && count > 0 &&
+        peer != MPI_PROC_NULL) { /* as hb_track's inline path */
+        uint64_t bytes = (uint64_t)count * d->size;
+        struct hb_use u = {buf, bytes, bytes};
+        *site = hb_tracker_site(&hb_rt.tracker, op, ret);
+        return hb_tracker_record(&hb_rt.tracker, op, &u, *site);
+    }
     struct hb_use u;
     int proc_null;
     int empty = hb_use_compute(buf, count, type, peer, &u, &proc_null);

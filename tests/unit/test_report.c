@@ -503,6 +503,16 @@ static void synthetic(struct synthetic *y)
     y->s2[0] = site("loop (b.c:5)", HB_OP_SEND, 2, 2, 2, 0, NULL);
     y->s2[1] = site("main (a.c:10)", HB_OP_SEND, 40, 10, 2, 1, (uint64_t[]){10});
     y->rs[0].nsites = 3, y->rs[1].nsites = 2, y->rs[2].nsites = 2;
+    /* one-sided: rank 1's puts partly rerouted, a shared window, a failed peer */
+    y->rs[1].cls[HB_OP_PUT].rerouted_calls = 5;
+    y->s0[1].rerouted_calls = 2;
+    y->rs[0].rma.windows = 1, y->rs[0].rma.windows_rdma = 1;
+    y->rs[0].rma.ops_rdma = 5, y->rs[0].rma.bytes_rdma = 10240;
+    y->rs[0].rma.ops_pmpi[HB_RMA_CONNECTING] = 2;
+    y->rs[1].rma.windows = 2, y->rs[1].rma.windows_rdma = 1;
+    y->rs[1].rma.windows_pmpi[HB_WIN_SHARED] = 1, y->rs[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
+    y->rs[2].rdma.up = 1, y->rs[2].rdma.peers_failed = 1, y->rs[2].nfailed = 1;
+    y->rs[2].failed[0] = (struct hb_failed_peer){2, 0, "no answer to the connection request"};
     y->sites[0] = y->s0, y->sites[1] = y->s1, y->sites[2] = y->s2;
 }
 
@@ -644,6 +654,12 @@ static void test_merge(void)
     CHECK(strchr(strchr(text, '*') ? strchr(text, '*') + 1 : "", '*') == NULL); /* only "(* = ...)" */
     CHECK(HAS(text, "note: a \"quoted\" note \\ here\n"));
     CHECK(HAS(text, "==== end of hotbuf report ====\n"));
+    line_of(text, "  3 put ", line, sizeof(line));
+    CHECK(HAS(line, " 2 ")); /* rdma ops at that site */
+    CHECK(HAS(text, "  rank 2 -> rank 0 on PMPI: no answer to the connection request\n"));
+    CHECK(HAS(text, "one-sided: 3 window(s) x ranks, 2 with hotbuf's RDMA; on PMPI: shared 1\n"));
+    CHECK(HAS(text, "  5 put/get moved by hotbuf's RDMA (10 KiB); hot ones left on PMPI: "
+                    "connecting 3\n"));
     free(text);
 
     char *json = render(hb_report_render_json, &r, &ctx);
@@ -654,7 +670,8 @@ static void test_merge(void)
     CHECK(HAS(json, "\"mpi_library\": \"Test \\\"MPI\\\" 4.1\""));
     CHECK(HAS(json, "\"send\": {\"calls\": 380, \"bytes\": 405000, \"buffers\": 95, "
                     "\"reuse_calls\": 230, \"reuse_pct\": 64.246, \"hot_calls\": 120"));
-    CHECK(HAS(json, "\"zero_byte_calls\": 7, \"proc_null_calls\": 15, \"ranks_with_calls\": 3"));
+    CHECK(HAS(json, "\"zero_byte_calls\": 7, \"proc_null_calls\": 15, \"rerouted_calls\": 0, "
+                    "\"ranks_with_calls\": 3"));
     CHECK(HAS(json, "\"max_reuse\": {\"min\": 10, \"max\": 120, \"avg\": 60.00}"));
     CHECK(HAS(json, "\"most_frequent_size\": {\"min\": 64, \"max\": 1024, \"avg\": 448.00}"));
     CHECK(HAS(json, "\"top_sizes\": [{\"size\": 256, \"calls\": 150}, {\"size\": 1024, \"calls\": "
@@ -675,6 +692,16 @@ static void test_merge(void)
     CHECK(strstr(json, "{\"size\": 16384, ") &&
           HAS(strstr(json, "{\"size\": 16384, "), "\"threshold\": -1}"));
     CHECK(HAS(json, "\"HOTBUF_HASH_BITS\": {\"value\": \"20\", \"default\": true}"));
+    CHECK(HAS(json, "\"proc_null_calls\": 0, \"rerouted_calls\": 5, \"ranks_with_calls\": 1"));
+    CHECK(HAS(json, "\"op\": \"put\", \"ranks\": 1, \"calls\": 3, ") &&
+          HAS(strstr(json, "\"op\": \"put\", \"ranks\": 1, \"calls\": 3, "), "\"rerouted_calls\": 2, "));
+    CHECK(HAS(json, "\"failed_peers\": [{\"rank\": 2, \"peer\": 0, \"reason\": "
+                    "\"no answer to the connection request\"}]"));
+    CHECK(HAS(json, "\"rma\": {\"windows\": 3, \"windows_rdma\": 2, \"windows_pmpi\": "
+                    "{\"shared\": 1, \"dynamic\": 0, \"intercomm\": 0, \"no_rdma\": 0, "
+                    "\"registration\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
+    CHECK(HAS(json, "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
+                    "\"connecting\": 3, "));
     free(json);
 
     /* a value set by the user is starred in the text, not default in the JSON */
