@@ -52,6 +52,7 @@ enum hb_rma_win_reason {
 };
 
 enum hb_rma_op_reason {
+    HB_RMA_OK = 0,       /* moved by hotbuf's RDMA (not a reason: ops_pmpi[0] stays 0) */
     HB_RMA_DATATYPE,     /* not a predefined contiguous type on both sides */
     HB_RMA_INTRANODE,    /* target on this node (HOTBUF_INTRANODE=0) */
     HB_RMA_SELF,         /* target is the calling rank */

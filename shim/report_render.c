@@ -135,17 +135,17 @@ const char *hb_rma_win_reason_name(unsigned r)
 const char *hb_rma_op_reason_name(unsigned r)
 {
     static const char *const names[HB_RMA_NREASONS] = {
-        "datatype", "intranode", "self", "connecting", "peer_failed",
+        "ok", "datatype", "intranode", "self", "connecting", "peer_failed",
         "epoch", "bounds", "window", "busy", "registration"};
     return r < HB_RMA_NREASONS ? names[r] : "?";
 }
 
 /* "reason N, reason N" for the nonzero counts. */
-static void text_reasons(FILE *out, const uint64_t *n, unsigned count,
+static void text_reasons(FILE *out, const uint64_t *n, unsigned first, unsigned count,
                          const char *(*name)(unsigned))
 {
     int any = 0;
-    for (unsigned i = 0; i < count; i++)
+    for (unsigned i = first; i < count; i++)
         if (n[i])
             fprintf(out, "%s%s %llu", any++ ? ", " : "", name(i), (unsigned long long)n[i]);
     if (!any)
@@ -160,10 +160,10 @@ static void text_rma(FILE *out, const struct hb_report *r)
         return;
     fprintf(out, "one-sided: %llu window(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
             (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
-    text_reasons(out, m->windows_pmpi, HB_WIN_NREASONS, hb_rma_win_reason_name);
+    text_reasons(out, m->windows_pmpi, 0, HB_WIN_NREASONS, hb_rma_win_reason_name);
     fprintf(out, "\n  %llu put/get moved by hotbuf's RDMA (%s); hot ones left on PMPI: ",
             (unsigned long long)m->ops_rdma, human_bytes((double)m->bytes_rdma, b1, sizeof(b1)));
-    text_reasons(out, m->ops_pmpi, HB_RMA_NREASONS, hb_rma_op_reason_name);
+    text_reasons(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, hb_rma_op_reason_name);
     fprintf(out, "\n");
     if (m->reissued)
         fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
@@ -364,12 +364,13 @@ static void json_rdma(FILE *out, const struct hb_report *r, const struct hb_repo
     fprintf(out, "]}");
 }
 
-static void json_reasons(FILE *out, const uint64_t *n, unsigned count,
+static void json_reasons(FILE *out, const uint64_t *n, unsigned first, unsigned count,
                          const char *(*name)(unsigned))
 {
     fprintf(out, "{");
-    for (unsigned i = 0; i < count; i++)
-        fprintf(out, "%s\"%s\": %llu", i ? ", " : "", name(i), (unsigned long long)n[i]);
+    for (unsigned i = first; i < count; i++)
+        fprintf(out, "%s\"%s\": %llu", i > first ? ", " : "", name(i),
+                (unsigned long long)n[i]);
     fprintf(out, "}");
 }
 
@@ -378,12 +379,12 @@ static void json_rma(FILE *out, const struct hb_report *r)
     const struct hb_rma_summary *m = &r->rma;
     fprintf(out, "{\"windows\": %llu, \"windows_rdma\": %llu, \"windows_pmpi\": ",
             (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
-    json_reasons(out, m->windows_pmpi, HB_WIN_NREASONS, hb_rma_win_reason_name);
+    json_reasons(out, m->windows_pmpi, 0, HB_WIN_NREASONS, hb_rma_win_reason_name);
     fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
                  "\"pscw_tokens\": %llu, \"ops_pmpi\": ",
             (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
             (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens);
-    json_reasons(out, m->ops_pmpi, HB_RMA_NREASONS, hb_rma_op_reason_name);
+    json_reasons(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, hb_rma_op_reason_name);
     fprintf(out, "}");
 }
 

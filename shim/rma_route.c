@@ -43,7 +43,20 @@ static int pmpi_call(const struct rma_call *c)
 static uint64_t contiguous_bytes(int count, MPI_Datatype type)
 {
     const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
-    return d->type == type && d->size && count > 0 ? (uint64_t)count * d->size : 0;
+    if (count <= 0)
+        return 0;
+    if (d->type == type && d->size)
+        return (uint64_t)count * d->size;
+    int ni, na, nd, combiner, size; /* not cached: a predefined type after all? */
+    MPI_Aint lb, extent, tlb, textent;
+    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS)
+        return 0;
+    return size > 0 && lb == 0 && tlb == 0 && extent == size && textent == size
+               ? (uint64_t)count * (uint64_t)size
+               : 0;
 }
 
 /* 0 and *raddr when the operation fits the target's registered window;

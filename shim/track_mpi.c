@@ -12,6 +12,7 @@ struct dtinfo {
 };
 
 struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
+uint64_t hb_dt_mult = 0x61C8864680B583EBull;
 
 static int dt_query(MPI_Datatype t, struct dtinfo *d)
 {
@@ -25,7 +26,9 @@ static int dt_query(MPI_Datatype t, struct dtinfo *d)
     return 0;
 }
 
-void hb_datatypes_init(void)
+/* Predefined types whose elements are packed end to end: for them the
+ * span of count elements is simply count x size. */
+static size_t packed_predefined(struct dtinfo *out, size_t max)
 {
     const MPI_Datatype predefined[] = {
         MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_SHORT, MPI_UNSIGNED_SHORT,
@@ -36,21 +39,53 @@ void hb_datatypes_init(void)
         MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_LOGICAL,
         MPI_CHARACTER, MPI_AINT, MPI_OFFSET, MPI_WCHAR,
     };
-    memset(hb_dt_cache, 0, sizeof(hb_dt_cache));
-    for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]); i++) {
+    size_t n = 0;
+    for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]) && n < max; i++) {
         struct dtinfo d;
         if (predefined[i] == MPI_DATATYPE_NULL || dt_query(predefined[i], &d))
             continue;
-        /* Only types whose elements are packed end to end: for them the
-         * span of count elements is simply count x size. */
         if (d.true_lb != 0 || d.extent != d.size || d.true_extent != d.size || d.size <= 0)
             continue;
-        struct hb_dt_slot *slot = &hb_dt_cache[hb_dt_slot_of(predefined[i])];
-        if (slot->size == 0) { /* first come keeps a colliding slot */
-            slot->type = predefined[i];
-            slot->size = (uint64_t)d.size;
-        }
+        int dup = 0; /* MPICH aliases some (MPI_INT32_T may be MPI_INT) */
+        for (size_t k = 0; k < n; k++)
+            dup |= out[k].type == d.type;
+        if (!dup)
+            out[n++] = d;
     }
+    return n;
+}
+
+/* Fills the cache under multiplier mult; 0 if every type got its own slot. */
+static int fill_cache(const struct dtinfo *types, size_t n, uint64_t mult)
+{
+    int collisions = 0;
+    hb_dt_mult = mult;
+    memset(hb_dt_cache, 0, sizeof(hb_dt_cache));
+    for (size_t i = 0; i < n; i++) {
+        struct hb_dt_slot *slot = &hb_dt_cache[hb_dt_slot_of(types[i].type)];
+        if (slot->size) { /* first come keeps the slot; the other takes the slow path */
+            collisions++;
+            continue;
+        }
+        slot->type = types[i].type;
+        slot->size = (uint64_t)types[i].size;
+    }
+    return collisions;
+}
+
+void hb_datatypes_init(void)
+{
+    struct dtinfo types[64];
+    size_t n = packed_predefined(types, 64);
+    uint64_t mult = 0x61C8864680B583EBull, best = mult;
+    int fewest = fill_cache(types, n, mult);
+    for (int tries = 0; fewest && tries < 4096; tries++) {
+        mult = mult * 6364136223846793005ull + 1442695040888963407ull; /* LCG */
+        int c = fill_cache(types, n, mult | 1);
+        if (c < fewest)
+            fewest = c, best = mult | 1;
+    }
+    fill_cache(types, n, best);
 }
 
 /* The span a call touches is the true extent of count elements: for

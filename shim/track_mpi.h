@@ -17,18 +17,21 @@ void hb_datatypes_init(void);
  * filled once after MPI_Init.  Predefined types never change or go away;
  * derived types can be freed and their handles reused, so they are
  * queried on every call (hb_track_slow). */
-#define HB_DT_SLOTS 128
+#define HB_DT_SLOTS 256
 struct hb_dt_slot {
     MPI_Datatype type;
     uint64_t size; /* 0: empty slot */
 };
 extern struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
+/* Multiplier of the slot hash, chosen at start-up so that no two
+ * predefined types share a slot (the handles differ from run to run). */
+extern uint64_t hb_dt_mult;
 
 static inline unsigned hb_dt_slot_of(MPI_Datatype t)
 {
     uint64_t h = 0; /* MPI_Datatype is a pointer in Open MPI, an int in MPICH */
     memcpy(&h, &t, sizeof(t) < sizeof(h) ? sizeof(t) : sizeof(h));
-    return (unsigned)((h * 0x61C8864680B583EBull) >> 57) & (HB_DT_SLOTS - 1);
+    return (unsigned)((h * hb_dt_mult) >> 56) & (HB_DT_SLOTS - 1);
 }
 
 /* Any call: derived datatypes, zero counts, MPI_PROC_NULL, threads. */
