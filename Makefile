@@ -32,6 +32,7 @@ CORE_SRC := shim/config.c shim/reuse_table.c shim/costmodel.c shim/callsite.c \
             shim/report_local.c shim/report_merge.c shim/report_render.c
 MPI_SRC  := shim/runtime.c shim/track_mpi.c shim/persist.c shim/report_mpi.c shim/rdma_setup.c \
             shim/rma_win.c shim/rma_epoch.c shim/rma_route.c \
+            shim/allgather.c shim/allgather_comm.c shim/allgather_algo.c \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c
 HEADERS  := $(wildcard shim/*.h shim/*.def shim/transport/*.h pmpi/*.h pmpi/*.def regcache/*.h)

@@ -3,6 +3,7 @@
 
 #include "mpi_library.h"
 
+#include "../shim/allgather.h"
 #include "../shim/rma.h"
 #include "../shim/runtime.h"
 #include "../shim/track_mpi.h"

@@ -73,6 +73,33 @@ struct hb_rma_summary {
     uint64_t pscw_tokens;        /* start/post handshakes hotbuf added */
 };
 
+/* MPI_Allgather on hotbuf's RDMA: why a communicator stays on PMPI, which
+ * algorithm a call took, why a call on a served communicator did not. */
+enum hb_ag_comm_reason {
+    HB_AGC_INTERCOMM,    /* intercommunicator */
+    HB_AGC_NO_RDMA,      /* off, a single rank, or a rank without transport/cache */
+    HB_AGC_INTRANODE,    /* two ranks share a node (HOTBUF_INTRANODE=0) */
+    HB_AGC_UNREACHABLE,  /* a connection the algorithms need could not be made */
+    HB_AGC_MEMORY,       /* the collective buffer could not be allocated or registered */
+    HB_AGC_NREASONS
+};
+enum hb_ag_algo { HB_AG_RD_COPY, HB_AG_RD_ZCOPY, HB_AG_RING_COPY, HB_AG_RING_ZCOPY, HB_AG_NALGOS };
+enum hb_ag_call_reason {
+    HB_AGP_COMM,         /* the communicator is not served (see the reasons above) */
+    HB_AGP_EMPTY,        /* zero bytes */
+    HB_AGP_NONBLOCKING,  /* MPI_Iallgather: left to MPI */
+    HB_AGP_NREASONS
+};
+
+struct hb_ag_summary {
+    uint64_t comms, comms_rdma, comms_pmpi[HB_AGC_NREASONS];
+    uint64_t calls_rdma, bytes_rdma, algos[HB_AG_NALGOS], calls_pmpi[HB_AGP_NREASONS];
+};
+
+const char *hb_ag_comm_reason_name(unsigned r);
+const char *hb_ag_algo_name(unsigned a);
+const char *hb_ag_call_reason_name(unsigned r);
+
 const char *hb_rma_win_reason_name(unsigned r);
 const char *hb_rma_op_reason_name(unsigned r);
 
@@ -87,6 +114,7 @@ struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
     struct hb_rdma_summary rdma;
     struct hb_rma_summary rma;
+    struct hb_ag_summary ag;
     uint32_t nfailed, pad;       /* failed peers listed below (at most HB_FAILED_PEERS) */
     struct hb_failed_peer failed[HB_FAILED_PEERS];
     uint64_t table_entries, table_hot, table_memory, max_chain;
@@ -134,6 +162,7 @@ struct hb_report {
     struct hb_rdma_summary rdma;                /* sums, except: up = ranks up, transport_bytes
                                                    and cache_pinned = the largest rank's */
     struct hb_rma_summary rma;                  /* sums */
+    struct hb_ag_summary ag;                    /* sums */
     struct hb_failed_peer failed[16];           /* the first failed peers, by rank */
     uint32_t nfailed;
     struct hb_site_summary *sites;              /* merged, by calls descending */

@@ -102,13 +102,11 @@ static void merge_rdma(struct hb_rdma_summary *to, const struct hb_rdma_summary 
     to->memmon_events += s->memmon_events;
 }
 
-/* Every field is a count: summed over the ranks. */
-static void merge_rma(struct hb_rma_summary *to, const struct hb_rma_summary *s)
+/* Structs of counts only (rma, ag): summed over the ranks field by field. */
+static void sum_counts(uint64_t *to, const uint64_t *from, size_t bytes)
 {
-    uint64_t *t = (uint64_t *)to;
-    const uint64_t *f = (const uint64_t *)s;
-    for (size_t i = 0; i < sizeof(*s) / sizeof(uint64_t); i++)
-        t[i] += f[i];
+    for (size_t i = 0; i < bytes / sizeof(uint64_t); i++)
+        to[i] += from[i];
 }
 
 static void merge_failed(struct hb_report *r, const struct hb_rank_summary *rs)
@@ -130,7 +128,8 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
         r->max_chain = rs->max_chain;
     r->sites_total += rs->sites;
     merge_rdma(&r->rdma, &rs->rdma);
-    merge_rma(&r->rma, &rs->rma);
+    sum_counts((uint64_t *)&r->rma, (const uint64_t *)&rs->rma, sizeof(rs->rma));
+    sum_counts((uint64_t *)&r->ag, (const uint64_t *)&rs->ag, sizeof(rs->ag));
     merge_failed(r, rs);
     r->site_overflow_calls += rs->site_overflow_calls;
     if (!rs->stopped)

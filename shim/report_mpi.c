@@ -2,6 +2,7 @@
  * sends one fixed-size summary and at most HOTBUF_REPORT_SITES site
  * records, so rank 0 receives a bounded amount per rank. */
 #include "report_mpi.h"
+#include "allgather.h"
 #include "rma.h"
 
 #include <stdio.h>
@@ -130,6 +131,7 @@ void hb_report_at_finalize(void)
     hb_rdma_summarize(&hb_rt.rdma, &rs.rdma);
     hb_rdma_failed_peers(&hb_rt.rdma, hb_rt.rank, &rs);
     hb_rma_summarize(&rs.rma);
+    hb_ag_summarize(&rs.ag);
 
     int *counts = NULL, *displs = NULL;
     char *site_bytes = NULL;

@@ -140,6 +140,26 @@ const char *hb_rma_op_reason_name(unsigned r)
     return r < HB_RMA_NREASONS ? names[r] : "?";
 }
 
+const char *hb_ag_comm_reason_name(unsigned r)
+{
+    static const char *const names[HB_AGC_NREASONS] = {"intercomm", "no_rdma", "intranode",
+                                                       "unreachable", "memory"};
+    return r < HB_AGC_NREASONS ? names[r] : "?";
+}
+
+const char *hb_ag_algo_name(unsigned a)
+{
+    static const char *const names[HB_AG_NALGOS] = {"rd_copy", "rd_zcopy", "ring_copy",
+                                                    "ring_zcopy"};
+    return a < HB_AG_NALGOS ? names[a] : "?";
+}
+
+const char *hb_ag_call_reason_name(unsigned r)
+{
+    static const char *const names[HB_AGP_NREASONS] = {"comm", "empty", "nonblocking"};
+    return r < HB_AGP_NREASONS ? names[r] : "?";
+}
+
 /* "reason N, reason N" for the nonzero counts. */
 static void text_reasons(FILE *out, const uint64_t *n, unsigned first, unsigned count,
                          const char *(*name)(unsigned))
@@ -168,6 +188,23 @@ static void text_rma(FILE *out, const struct hb_report *r)
     if (m->reissued)
         fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
                 (unsigned long long)m->reissued);
+}
+
+static void text_ag(FILE *out, const struct hb_report *r)
+{
+    const struct hb_ag_summary *a = &r->ag;
+    char b1[32];
+    if (!a->comms)
+        return;
+    fprintf(out, "allgather: %llu communicator(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
+            (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
+    text_reasons(out, a->comms_pmpi, 0, HB_AGC_NREASONS, hb_ag_comm_reason_name);
+    fprintf(out, "\n  %llu call(s) x ranks on hotbuf's RDMA (%s received): ",
+            (unsigned long long)a->calls_rdma, human_bytes((double)a->bytes_rdma, b1, sizeof(b1)));
+    text_reasons(out, a->algos, 0, HB_AG_NALGOS, hb_ag_algo_name);
+    fprintf(out, "; left on MPI: ");
+    text_reasons(out, a->calls_pmpi, 0, HB_AGP_NREASONS, hb_ag_call_reason_name);
+    fprintf(out, "\n");
 }
 
 static void text_failed(FILE *out, const struct hb_report *r)
@@ -246,6 +283,7 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
     text_table(out, r, ctx);
     text_rdma(out, r, ctx);
     text_rma(out, r);
+    text_ag(out, r);
     text_cost(out, ctx);
     text_config(out, ctx);
     fprintf(out, "==== end of hotbuf report ====\n");
@@ -388,6 +426,20 @@ static void json_rma(FILE *out, const struct hb_report *r)
     fprintf(out, "}");
 }
 
+static void json_ag(FILE *out, const struct hb_report *r)
+{
+    const struct hb_ag_summary *a = &r->ag;
+    fprintf(out, "{\"comms\": %llu, \"comms_rdma\": %llu, \"comms_pmpi\": ",
+            (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
+    json_reasons(out, a->comms_pmpi, 0, HB_AGC_NREASONS, hb_ag_comm_reason_name);
+    fprintf(out, ", \"calls_rdma\": %llu, \"bytes_rdma\": %llu, \"algorithms\": ",
+            (unsigned long long)a->calls_rdma, (unsigned long long)a->bytes_rdma);
+    json_reasons(out, a->algos, 0, HB_AG_NALGOS, hb_ag_algo_name);
+    fprintf(out, ", \"calls_pmpi\": ");
+    json_reasons(out, a->calls_pmpi, 0, HB_AGP_NREASONS, hb_ag_call_reason_name);
+    fprintf(out, "}");
+}
+
 static void json_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
@@ -443,6 +495,8 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
     json_rdma(out, r, ctx);
     fprintf(out, ",\n \"rma\": ");
     json_rma(out, r);
+    fprintf(out, ",\n \"allgather\": ");
+    json_ag(out, r);
     fprintf(out, ",\n \"cost_model\": ");
     json_cost(out, ctx);
     fprintf(out, ",\n \"config\": ");

@@ -36,29 +36,6 @@ static int pmpi_call(const struct rma_call *c)
                              c->ttype, c->win);
 }
 
-/* Bytes of count elements of a predefined contiguous type; 0 otherwise.
- * Derived types are left to MPI even when contiguous: the user may free
- * one right after the call, and a failed peer's operation must be
- * re-issued with the same types. */
-static uint64_t contiguous_bytes(int count, MPI_Datatype type)
-{
-    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
-    if (count <= 0)
-        return 0;
-    if (d->type == type && d->size)
-        return (uint64_t)count * d->size;
-    int ni, na, nd, combiner, size; /* not cached: a predefined type after all? */
-    MPI_Aint lb, extent, tlb, textent;
-    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
-        combiner != MPI_COMBINER_NAMED || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
-        PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
-        PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS)
-        return 0;
-    return size > 0 && lb == 0 && tlb == 0 && extent == size && textent == size
-               ? (uint64_t)count * (uint64_t)size
-               : 0;
-}
-
 /* 0 and *raddr when the operation fits the target's registered window;
  * else why not. */
 static int check_target(const struct hb_win *w, const struct rma_call *c, uint64_t bytes,
@@ -68,7 +45,7 @@ static int check_target(const struct hb_win *w, const struct rma_call *c, uint64
         return HB_RMA_SELF;
     if (c->target < 0 || c->target >= w->size)
         return HB_RMA_WINDOW; /* MPI_PROC_NULL or bad rank: MPI's business */
-    uint64_t tbytes = contiguous_bytes(c->tcount, c->ttype);
+    uint64_t tbytes = hb_dt_contiguous_bytes(c->tcount, c->ttype);
     if (!tbytes || tbytes != bytes)
         return HB_RMA_DATATYPE;
     const struct hb_rma_target *t = &w->targets[c->target];
@@ -160,7 +137,7 @@ static int complete_request(struct hb_win *w, const struct rma_call *c)
 static int try_rdma(const struct rma_call *c, int *rc)
 {
     struct hb_win *w = hb_rma_find(c->win);
-    uint64_t bytes = contiguous_bytes(c->ocount, c->otype), raddr = 0;
+    uint64_t bytes = hb_dt_contiguous_bytes(c->ocount, c->otype), raddr = 0;
     struct hb_region *reg = NULL;
     struct hb_tr_op op;
     int why;

@@ -9,6 +9,7 @@
 
 #include "calibrate.h"
 #include "report_mpi.h"
+#include "allgather.h"
 #include "rma.h"
 #include "track_mpi.h"
 
@@ -51,6 +52,7 @@ static void calibrate_and_connect(void)
     PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, hb_rt.comm);
     int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, hb_rt.rank, hb_rt.size, hb_rt.comm) == 0;
     hb_rma_start();
+    hb_ag_start();
     if (hb_rt.rank != 0)
         return;
     if (hb_rt.cost.reg_src != HB_COST_DEFAULT)
@@ -123,6 +125,7 @@ void hb_runtime_before_finalize(void)
     hb_nested++;
     hb_report_at_finalize();
     hb_rma_stop();
+    hb_ag_stop();
     hb_rdma_stop(&hb_rt.rdma, hb_rt.comm);
     hb_persist_clear();
     if (hb_rt.tracker_ok)

@@ -123,7 +123,8 @@ void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
 
 /* The site is looked up inside the lock together with the record: one
  * lock round trip per call. */
-static void track_here(unsigned op, const struct hb_use *u, int empty, int proc_null, void *ret)
+static uint16_t track_here(unsigned op, const struct hb_use *u, int empty, int proc_null,
+                           void *ret)
 {
     hb_lock();
     uint16_t site = hb_tracker_site(&hb_rt.tracker, op, ret);
@@ -132,6 +133,7 @@ static void track_here(unsigned op, const struct hb_use *u, int empty, int proc_
     else
         hb_tracker_record(&hb_rt.tracker, op, u, site);
     hb_unlock();
+    return site;
 }
 
 int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, struct hb_use *u,
@@ -150,15 +152,15 @@ void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, i
     track_here(op, &u, empty, proc_null, ret);
 }
 
-void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                        void *ret)
+uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                            MPI_Comm comm, void *ret)
 {
     int n = 1;
     struct hb_use u;
     PMPI_Comm_size(comm, &n);
     int64_t total = (int64_t)recvcount * n;
     int empty = total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
-    track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);
+    return track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);
 }
 
 struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
@@ -184,4 +186,25 @@ struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Dat
         e = hb_tracker_record(&hb_rt.tracker, op, &u, *site);
     hb_unlock();
     return e;
+}
+
+/* Bytes of count elements of a predefined contiguous type; 0 otherwise.
+ * (see track_mpi.h). */
+uint64_t hb_dt_contiguous_bytes(int count, MPI_Datatype type)
+{
+    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
+    if (count <= 0)
+        return 0;
+    if (d->type == type && d->size)
+        return (uint64_t)count * d->size;
+    int ni, na, nd, combiner, size; /* not cached: a predefined type after all? */
+    MPI_Aint lb, extent, tlb, textent;
+    if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+        PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS)
+        return 0;
+    return size > 0 && lb == 0 && tlb == 0 && extent == size && textent == size
+               ? (uint64_t)count * (uint64_t)size
+               : 0;
 }

@@ -70,9 +70,15 @@ void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
 struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
                                 int peer, void *ret, uint16_t *site);
 
+/* Bytes of count elements of a predefined type whose elements are packed
+ * end to end; 0 for anything else.  Derived types count as "else" even
+ * when contiguous: the user may free one right after the call, and a
+ * rerouted operation may have to be redone with the same types later. */
+uint64_t hb_dt_contiguous_bytes(int count, MPI_Datatype type);
+
 /* Allgather: the receive buffer holds comm_size blocks of recvcount x recvtype. */
-void hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
-                        void *ret);
+uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
+                            MPI_Comm comm, void *ret); /* returns the call site */
 
 /* Persistent sends: remembered at *_init, counted at every Start. */
 void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MPI_Datatype type,

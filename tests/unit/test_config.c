@@ -109,6 +109,10 @@ static const struct {
     {"HOTBUF_RMA", "1"},
     {"HOTBUF_INTRANODE", "0"},
     {"HOTBUF_CONNECT_TIMEOUT", "60"},
+    {"HOTBUF_ALLGATHER", "1"},
+    {"HOTBUF_AG_ZCOPY", "8192"},
+    {"HOTBUF_AG_RING", "65536"},
+    {"HOTBUF_AG_BUFFER", "131072"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -149,6 +153,10 @@ static void test_defaults(void)
     CHECK(cfg.rma == 1);
     CHECK(cfg.intranode == 0);
     CHECK(cfg.connect_timeout == 60);
+    CHECK(cfg.allgather == 1);
+    CHECK_EQ_U64(cfg.ag_zcopy, 8192);
+    CHECK_EQ_U64(cfg.ag_ring, 65536);
+    CHECK_EQ_U64(cfg.ag_buffer, 131072);
 
     /* Every table row has an expectation, and each formats as expected. */
     CHECK_EQ_U64(hb_var_count, NDEFAULTS);
@@ -443,6 +451,10 @@ static const struct {
     {"HOTBUF_RMA", "0"},
     {"HOTBUF_INTRANODE", "1"},
     {"HOTBUF_CONNECT_TIMEOUT", "2.5"},
+    {"HOTBUF_ALLGATHER", "0"},
+    {"HOTBUF_AG_ZCOPY", "4K"},
+    {"HOTBUF_AG_RING", "1M"},
+    {"HOTBUF_AG_BUFFER", "64K"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 

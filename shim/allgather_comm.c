@@ -1,0 +1,216 @@
+/* Per-communicator state of the RDMA Allgather (see allgather.h): made
+ * collectively on a communicator's first Allgather, kept as an attribute
+ * so that it goes away with the communicator (MPI_Comm_free calls the
+ * delete callback), and at finalize for those still alive. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "../regcache/regcache.h"
+#include "../regcache/regcache_verbs.h"
+#include "allgather.h"
+#include "allgather_int.h"
+#include "runtime.h"
+#include "transport/transport.h"
+
+static int keyval = MPI_KEYVAL_INVALID;
+static struct hb_ag_comm *live; /* states with an attribute, for hb_ag_stop */
+
+static void state_free(struct hb_ag_comm *c)
+{
+    if (c->mr)
+        ibv_dereg_mr(c->mr);
+    free(c->area);
+    free(c->peers);
+    free(c);
+}
+
+/* Every rank has finished the last Allgather on the communicator: its
+ * peers' writes into this area all landed (it waited for their flags) and
+ * its own writes completed, so the area can go. */
+static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
+{
+    struct hb_ag_comm *c = value;
+    (void)comm, (void)key, (void)extra;
+    if (c->prev)
+        c->prev->next = c->next;
+    else if (live == c)
+        live = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    state_free(c);
+    return MPI_SUCCESS;
+}
+
+int hb_ag_keyval_create(void)
+{
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &keyval, NULL);
+}
+
+void hb_ag_free_all(void)
+{
+    while (live)
+        PMPI_Comm_delete_attr(live->comm, keyval); /* unlinks it */
+    if (keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&keyval);
+}
+
+static uint32_t host_hash(void)
+{
+    char name[256] = "";
+    uint32_t h = 2166136261u; /* FNV-1a */
+    gethostname(name, sizeof(name) - 1);
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return h;
+}
+
+/* The registered area: flags, slots, data flags, two buffer halves. */
+static int area_create(struct hb_ag_comm *c)
+{
+    c->data_entries = (size_t)(c->size > HB_AG_SLOTS ? c->size : HB_AG_SLOTS);
+    c->half = (size_t)hb_rt.cfg.ag_buffer;
+    size_t head = sizeof(struct hb_ag_area) + c->data_entries * sizeof(uint64_t);
+    head = (head + 63) & ~(size_t)63;
+    c->area_len = head + 2 * c->half;
+    if (posix_memalign((void **)&c->area, 4096, c->area_len))
+        return -1;
+    memset(c->area, 0, head);
+    c->buffer = (char *)c->area + head;
+    c->mr = ibv_reg_mr(hb_transport_pd(hb_rt.rdma.tr), c->area, c->area_len,
+                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+    return c->mr ? 0 : -1;
+}
+
+/* This rank's entry of the creation allgather. */
+static void describe_self(struct hb_ag_comm *c, struct hb_ag_peer *me)
+{
+    memset(me, 0, sizeof(*me));
+    PMPI_Comm_rank(MPI_COMM_WORLD, &me->world);
+    me->node = host_hash();
+    if (!hb_rt.rdma.tr || !hb_rt.rdma.cache || !hb_rt.cfg.allgather)
+        return;
+    if (area_create(c)) {
+        me->ok = 2; /* memory */
+        return;
+    }
+    me->area = (uint64_t)(uintptr_t)c->area;
+    me->rkey = c->mr->rkey;
+    size_t cap = hb_regcache_default_max_bytes();
+    if (hb_rt.cfg.regcache_bytes)
+        cap = (size_t)hb_rt.cfg.regcache_bytes;
+    /* half of what the cache may pin, so one receive buffer always fits */
+    me->zcopy_max = cap ? cap / 2 : ((uint64_t)1 << 40);
+    me->ok = 1;
+}
+
+/* The same verdict on every rank, from the allgathered entries. */
+static int verdict(struct hb_ag_comm *c)
+{
+    c->zcopy_max = UINT64_MAX;
+    for (int i = 0; i < c->size; i++) {
+        if (c->peers[i].ok == 2)
+            return HB_AGC_MEMORY;
+        if (c->peers[i].ok != 1)
+            return HB_AGC_NO_RDMA;
+        if (c->peers[i].zcopy_max < c->zcopy_max)
+            c->zcopy_max = c->peers[i].zcopy_max;
+    }
+    for (int i = 0; !hb_rt.cfg.intranode && i < c->size; i++)
+        for (int j = i + 1; j < c->size; j++)
+            if (c->peers[i].node == c->peers[j].node)
+                return HB_AGC_INTRANODE;
+    return -1;
+}
+
+/* Connects to every peer the algorithms use (all ranks are in this call,
+ * so every connection gets both sides' progress).  1 when all are up. */
+static int connect_peers(struct hb_ag_comm *c)
+{
+    struct hb_transport *t = hb_rt.rdma.tr;
+    int need[2 * 64 + 2], n = 0;
+    need[n++] = (c->rank + 1) % c->size;
+    need[n++] = (c->rank + c->size - 1) % c->size;
+    for (int k = 1; c->pow2 && k < c->size; k <<= 1)
+        need[n++] = c->rank ^ k;
+    double deadline = MPI_Wtime() + hb_rt.cfg.connect_timeout;
+    for (;;) {
+        int up = 0, failed = 0;
+        for (int i = 0; i < n; i++) {
+            int rc = hb_transport_connect(t, c->peers[need[i]].world);
+            up += rc == HB_TR_OK;
+            failed += rc == HB_TR_FAILED;
+        }
+        if (up == n || failed || MPI_Wtime() > deadline)
+            return up == n;
+        hb_transport_progress(t);
+    }
+}
+
+static struct hb_ag_comm *create(MPI_Comm comm)
+{
+    struct hb_ag_comm *c = calloc(1, sizeof(*c));
+    int inter = 0;
+    if (!c)
+        return NULL;
+    c->comm = comm;
+    c->reason = HB_AGC_NO_RDMA;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter) {
+        c->reason = HB_AGC_INTERCOMM;
+        return c;
+    }
+    PMPI_Comm_rank(comm, &c->rank);
+    PMPI_Comm_size(comm, &c->size);
+    c->pow2 = (c->size & (c->size - 1)) == 0;
+    c->peers = calloc((size_t)c->size, sizeof(*c->peers));
+    if (!c->peers) { /* the others are entering the allgather below */
+        fprintf(stderr, "hotbuf: out of memory for a communicator's allgather state\n");
+        PMPI_Abort(comm, 1);
+    }
+    struct hb_ag_peer me;
+    describe_self(c, &me);
+    PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE, comm);
+    if (c->size > 1)
+        c->reason = verdict(c);
+    int reachable = c->reason < 0 ? connect_peers(c) : 1, all = reachable;
+    if (c->reason < 0) { /* everyone took the same verdict, so everyone is here */
+        PMPI_Allreduce(&reachable, &all, 1, MPI_INT, MPI_MIN, comm);
+        if (!all)
+            c->reason = HB_AGC_UNREACHABLE;
+    }
+    return c;
+}
+
+struct hb_ag_comm *hb_ag_comm_get(MPI_Comm comm)
+{
+    struct hb_ag_comm *c = NULL;
+    int found = 0;
+    if (keyval == MPI_KEYVAL_INVALID)
+        return NULL;
+    PMPI_Comm_get_attr(comm, keyval, &c, &found);
+    if (found)
+        return c;
+    if (!(c = create(comm)))
+        return NULL; /* out of memory before any collective: cannot happen unevenly enough to matter */
+    hb_ag_stats.comms++;
+    if (c->reason < 0)
+        hb_ag_stats.comms_rdma++;
+    else
+        hb_ag_stats.comms_pmpi[c->reason]++;
+    if (c->reason >= 0 && c->mr) { /* not served: give the memory back now */
+        ibv_dereg_mr(c->mr);
+        free(c->area);
+        c->mr = NULL;
+        c->area = NULL;
+    }
+    PMPI_Comm_set_attr(comm, keyval, c);
+    c->next = live;
+    if (live)
+        live->prev = c;
+    live = c;
+    return c;
+}

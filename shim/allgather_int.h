@@ -1,0 +1,79 @@
+/* Internals shared by allgather_comm.c and allgather_algo.c. */
+#ifndef HOTBUF_ALLGATHER_INT_H
+#define HOTBUF_ALLGATHER_INT_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report.h"
+
+struct ibv_mr;
+
+/* The registered area of one rank on one communicator.  Peers write into
+ * it; each value is written by exactly one peer per call and carries the
+ * call's sequence number, so nothing is ever cleared:
+ *   ready[k]  "my buffer for this call is in slot[k]": from the step-k
+ *             partner (recursive doubling) or, at HB_AG_RING_SLOT, from
+ *             the right neighbour (ring)
+ *   slot[k]   that buffer's address and rkey
+ *   data[s]   "the data of step s is in place"
+ *   buffer    two halves, alternating between calls (copy-based mode)
+ * plus, for outgoing values, out (this rank's ready record and sequence
+ * number, the source of the small writes when the device has no inline). */
+#define HB_AG_SLOTS 64
+#define HB_AG_RING_SLOT (HB_AG_SLOTS - 1)
+
+struct hb_ag_record {
+    uint64_t addr;
+    uint32_t rkey, pad;
+};
+
+struct hb_ag_area {
+    volatile uint64_t ready[HB_AG_SLOTS];
+    volatile struct hb_ag_record slot[HB_AG_SLOTS];
+    struct hb_ag_record out;
+    uint64_t out_seq;
+    uint64_t pad[5];
+    volatile uint64_t data[]; /* max(size, HB_AG_SLOTS) entries, then the buffer */
+};
+
+/* What every rank learns about each other rank at creation. */
+struct hb_ag_peer {
+    uint64_t area;          /* address of its struct hb_ag_area */
+    uint64_t zcopy_max;     /* bytes it can register for a receive buffer */
+    uint32_t rkey;
+    int32_t world;          /* transport peer */
+    uint32_t node;
+    uint32_t ok;            /* transport, cache and area ready */
+};
+
+struct hb_ag_comm {
+    MPI_Comm comm;          /* the application's (not a duplicate: the state is its attribute) */
+    int rank, size, pow2;
+    int reason;             /* -1: served; else enum hb_ag_comm_reason */
+    struct hb_ag_peer *peers;
+    struct hb_ag_area *area;
+    size_t area_len, data_entries, half;
+    char *buffer;           /* the two halves */
+    struct ibv_mr *mr;
+    uint64_t seq;           /* calls on this communicator so far */
+    uint64_t zcopy_max;     /* the smallest zcopy_max of all ranks */
+    struct hb_ag_comm *next, *prev; /* live states, for finalize */
+};
+
+/* The attribute key that carries the state, and freeing every state left. */
+int hb_ag_keyval_create(void);
+void hb_ag_free_all(void);
+
+/* Returns the communicator's state, creating it collectively on first use. */
+struct hb_ag_comm *hb_ag_comm_get(MPI_Comm comm);
+
+/* One Allgather of block bytes per rank on a served communicator: 0, or -1
+ * when this call must go to PMPI (decided the same on every rank). */
+int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+              int rcount, MPI_Datatype rtype, uint64_t block);
+
+extern struct hb_ag_summary hb_ag_stats;
+
+#endif
