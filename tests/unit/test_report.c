@@ -513,6 +513,11 @@ static void synthetic(struct synthetic *y)
     y->rs[1].rma.windows_pmpi[HB_WIN_SHARED] = 1, y->rs[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
     y->rs[2].rdma.up = 1, y->rs[2].rdma.peers_failed = 1, y->rs[2].nfailed = 1;
     y->rs[2].failed[0] = (struct hb_failed_peer){2, 0, "no answer to the connection request"};
+    /* allgather: two ranks' communicators served, one on PMPI */
+    y->rs[0].ag.comms = 2, y->rs[0].ag.comms_rdma = 1, y->rs[0].ag.comms_pmpi[HB_AGC_NO_RDMA] = 1;
+    y->rs[0].ag.calls_rdma = 3, y->rs[0].ag.bytes_rdma = 3000, y->rs[0].ag.algos[HB_AG_RING_COPY] = 3;
+    y->rs[1].ag.comms = 1, y->rs[1].ag.comms_rdma = 1, y->rs[1].ag.calls_rdma = 4;
+    y->rs[1].ag.algos[HB_AG_RD_ZCOPY] = 4, y->rs[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
     y->sites[0] = y->s0, y->sites[1] = y->s1, y->sites[2] = y->s2;
 }
 
@@ -660,6 +665,9 @@ static void test_merge(void)
     CHECK(HAS(text, "one-sided: 3 window(s) x ranks, 2 with hotbuf's RDMA; on PMPI: shared 1\n"));
     CHECK(HAS(text, "  5 put/get moved by hotbuf's RDMA (10 KiB); hot ones left on PMPI: "
                     "connecting 3\n"));
+    CHECK(HAS(text, "allgather: 3 communicator(s) x ranks, 2 with hotbuf's RDMA; on PMPI: "
+                    "no_rdma 1\n  7 call(s) x ranks on hotbuf's RDMA (2.9 KiB received): "
+                    "rd_zcopy 4, ring_copy 3; left on MPI: nonblocking 2\n"));
     free(text);
 
     char *json = render(hb_report_render_json, &r, &ctx);
@@ -702,6 +710,11 @@ static void test_merge(void)
                     "\"registration\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
     CHECK(HAS(json, "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
                     "\"connecting\": 3, "));
+    CHECK(HAS(json, "\"allgather\": {\"comms\": 3, \"comms_rdma\": 2, \"comms_pmpi\": "
+                    "{\"intercomm\": 0, \"no_rdma\": 1, \"intranode\": 0, \"unreachable\": 0, "
+                    "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
+                    "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
+                    "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2}}"));
     free(json);
 
     /* a value set by the user is starred in the text, not default in the JSON */
