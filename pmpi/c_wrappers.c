@@ -41,7 +41,7 @@
 #define HB_SYNC(name, params, args, before, after)                         \
     HB_EXPORT int MPI_##name params                                         \
     {                                                                       \
-        int track_ = hb_should_track();                                     \
+        int track_ = hb_should_join();                                      \
         if (track_) {                                                       \
             before;                                                         \
         }                                                                   \
@@ -50,6 +50,14 @@
             after;                                                          \
         }                                                                   \
         return rc_;                                                         \
+    }
+
+#define HB_COLL(name, params, args, call)                                  \
+    HB_EXPORT int MPI_##name params                                         \
+    {                                                                       \
+        if (hb_should_join())                                               \
+            return call;                                                    \
+        return PMPI_##name args;                                            \
     }
 
 #include "c_wrappers.def"

@@ -10,6 +10,7 @@
 
 struct hb_ag_summary hb_ag_stats;
 static int ag_on; /* agreed by every rank at start */
+#define HB_SITE_NONE 0xffff /* this rank does not track */
 
 /* Every rank must agree, since the first Allgather on a communicator is
  * then a collective of hotbuf's own: on when no rank switched it off or
@@ -39,7 +40,8 @@ void hb_ag_summarize(struct hb_ag_summary *s)
 int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                  MPI_Datatype rtype, MPI_Comm comm, void *ret)
 {
-    uint16_t site = hb_track_allgather(rbuf, rcount, rtype, comm, ret);
+    uint16_t site = hb_should_track() ? hb_track_allgather(rbuf, rcount, rtype, comm, ret)
+                                      : HB_SITE_NONE;
     if (!ag_on)
         return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
     hb_nested++;
@@ -56,15 +58,18 @@ int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, i
     hb_nested--;
     if (done != 0)
         return PMPI_Allgather(sbuf, scount, stype, rbuf, rcount, rtype, comm);
-    hb_rt.tracker.cls[HB_OP_ALLGATHER].rerouted_calls++;
-    hb_rt.tracker.sites.site[site].rerouted_calls++;
+    if (site != HB_SITE_NONE) {
+        hb_rt.tracker.cls[HB_OP_ALLGATHER].rerouted_calls++;
+        hb_rt.tracker.sites.site[site].rerouted_calls++;
+    }
     return MPI_SUCCESS;
 }
 
 int hb_iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
                   MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, void *ret)
 {
-    hb_track_allgather(rbuf, rcount, rtype, comm, ret);
+    if (hb_should_track())
+        hb_track_allgather(rbuf, rcount, rtype, comm, ret);
     if (ag_on)
         hb_ag_stats.calls_pmpi[HB_AGP_NONBLOCKING]++;
     return PMPI_Iallgather(sbuf, scount, stype, rbuf, rcount, rtype, comm, req);

@@ -48,6 +48,14 @@ static inline int hb_should_track(void)
     return hb_rt.tracking && !hb_nested;
 }
 
+/* Hooks that other ranks depend on (window exchange, epoch tokens, the
+ * RDMA Allgather) must run on every rank alike, whether or not this rank
+ * tracks: they follow hotbuf's collective participation, not tracking. */
+static inline int hb_should_join(void)
+{
+    return hb_rt.collective && !hb_rt.finalize_done && !hb_nested;
+}
+
 static inline void hb_lock(void)
 {
     if (hb_rt.lock_needed)
