@@ -51,13 +51,6 @@ static void fatal(const struct ag_call *a, int to, const char *what)
     PMPI_Abort(a->c->comm, 1);
 }
 
-static void mpi_progress(void *ctx)
-{
-    int flag;
-    (void)ctx;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hb_rt.comm, &flag, MPI_STATUS_IGNORE);
-}
-
 /* Remembers the last write to each destination: waited for at the end. */
 static struct hb_tr_op *slot_for(struct ag_call *a, int to)
 {
@@ -98,7 +91,7 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
     for (unsigned spins = 1; *flag < a->seq; spins++) {
         hb_transport_progress(a->t);
         if ((spins & 1023) == 0) {
-            mpi_progress(NULL);
+            hb_mpi_progress(NULL);
             if (hb_transport_peer_state(a->t, a->c->peers[from].world) == HB_PEER_FAILED)
                 fatal(a, from, "a peer failed");
         }
@@ -240,7 +233,7 @@ int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype s
     else
         recursive_doubling(&a);
     for (int i = 0; i < a.ndest; i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], mpi_progress, NULL) != HB_TR_OK)
+        if (hb_transport_wait(a.t, &a.last[i], hb_mpi_progress, NULL) != HB_TR_OK)
             fatal(&a, a.dest[i], "a write did not complete");
 
     if (a.buf != rbuf)

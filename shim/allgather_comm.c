@@ -58,16 +58,6 @@ void hb_ag_free_all(void)
         PMPI_Comm_free_keyval(&keyval);
 }
 
-static uint32_t host_hash(void)
-{
-    char name[256] = "";
-    uint32_t h = 2166136261u; /* FNV-1a */
-    gethostname(name, sizeof(name) - 1);
-    for (const char *p = name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    return h;
-}
-
 /* The registered area: flags, slots, data flags, two buffer halves. */
 static int area_create(struct hb_ag_comm *c)
 {
@@ -90,7 +80,7 @@ static void describe_self(struct hb_ag_comm *c, struct hb_ag_peer *me)
 {
     memset(me, 0, sizeof(*me));
     PMPI_Comm_rank(MPI_COMM_WORLD, &me->world);
-    me->node = host_hash();
+    me->node = hb_host_hash();
     if (!hb_rt.rdma.tr || !hb_rt.rdma.cache || !hb_rt.cfg.allgather)
         return;
     if (area_create(c)) {

@@ -32,15 +32,6 @@
 #include "rma_int.h"
 #include "runtime.h"
 
-/* MPI progress while hotbuf waits for its own completions: a rank that
- * waits here may be the one another rank's MPI operation depends on. */
-static void mpi_progress(void *ctx)
-{
-    int flag;
-    (void)ctx;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hb_rt.comm, &flag, MPI_STATUS_IGNORE);
-}
-
 /* The peer failed before the operation was known complete: do it again on
  * PMPI, still inside the epoch (the closing PMPI call completes it). */
 static void reissue(const struct hb_win *w, const struct hb_rma_pending *p)
@@ -64,7 +55,7 @@ void hb_rma_complete(struct hb_win *w, int target)
             w->pend[keep++] = *p;
             continue;
         }
-        if (hb_transport_wait(t, &p->op, mpi_progress, NULL) != HB_TR_OK)
+        if (hb_transport_wait(t, &p->op, hb_mpi_progress, NULL) != HB_TR_OK)
             reissue(w, p);
         hb_regcache_put(hb_rt.rdma.cache, p->region);
     }

@@ -19,16 +19,6 @@ struct hb_transport *hb_rma_transport(void)
     return hb_rt.rdma.tr;
 }
 
-static uint32_t host_hash(void)
-{
-    char name[256] = "";
-    uint32_t h = 2166136261u; /* FNV-1a */
-    gethostname(name, sizeof(name) - 1);
-    for (const char *p = name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    return h;
-}
-
 /* Rerouting needs the transport and the cache on some rank, HOTBUF_RMA on
  * all, and no MPI_THREAD_MULTIPLE (the transport is single-threaded).  All
  * ranks must agree: window creation then takes the same collectives
@@ -38,7 +28,7 @@ void hb_rma_start(void)
     int local[2] = {!hb_rt.cfg.rma || hb_rt.lock_needed, hb_rt.rdma.tr && hb_rt.rdma.cache};
     int all[2] = {1, 0};
     memset(&hb_rma, 0, sizeof(hb_rma));
-    hb_rma.node = host_hash();
+    hb_rma.node = hb_host_hash();
     if (PMPI_Allreduce(local, all, 2, MPI_INT, MPI_MAX, hb_rt.comm) != MPI_SUCCESS)
         return;
     hb_rma.on = !all[0] && all[1];

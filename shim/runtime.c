@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "calibrate.h"
 #include "report_mpi.h"
@@ -27,6 +28,23 @@ void hb_note(const char *fmt, ...)
         fprintf(stderr, "hotbuf: %s\n", line);
     if (hb_rt.nnotes < HB_MAX_NOTES)
         memcpy(hb_rt.notes[hb_rt.nnotes++], line, sizeof(line));
+}
+
+void hb_mpi_progress(void *ctx)
+{
+    int flag;
+    (void)ctx;
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hb_rt.comm, &flag, MPI_STATUS_IGNORE);
+}
+
+uint32_t hb_host_hash(void)
+{
+    char name[256] = "";
+    uint32_t h = 2166136261u; /* FNV-1a */
+    gethostname(name, sizeof(name) - 1);
+    for (const char *p = name; *p; p++)
+        h = (h ^ (uint8_t)*p) * 16777619u;
+    return h;
 }
 
 static void warn_config(const char *line, void *ctx)

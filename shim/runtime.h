@@ -76,6 +76,13 @@ void hb_runtime_after_init(int provided);
 void hb_runtime_before_finalize(void);
 void hb_runtime_note_abort(void);
 
+/* Drives MPI's progress engine once (a waiting rank may be the one another
+ * rank's MPI operation depends on); the yield callback of hotbuf's waits. */
+void hb_mpi_progress(void *ctx);
+
+/* Hash of this host's name: ranks with equal hashes share a node. */
+uint32_t hb_host_hash(void);
+
 /* One line, printed on rank 0 and kept for the report's notes. */
 void hb_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
