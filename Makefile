@@ -130,6 +130,7 @@ build/rdma/rdma_lat: tools/bench/rdma_lat.c $(TRANSPORT_SRC) $(HEADERS)
 rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/rdma/transport_test \
             build/rdma/rdma_lat build/tools/bench-regcache unit-tests
 	@$(MAKE) --no-print-directory -s MPI=openmpi mpi-tests
+	@$(MAKE) --no-print-directory -s MPI=mpich mpi-tests
 
 # The verbs tests alone, in the soft-RoCE guest (make test runs them too).
 test-rdma: deps rdma-tests

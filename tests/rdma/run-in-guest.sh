@@ -99,6 +99,12 @@ run_prog integrity_clean mpiexec.openmpi -n 2 build/rdma/integrity_test 10000 cl
 run_prog integrity_stale env HOTBUF_MEMMON=off \
     mpiexec.openmpi -x HOTBUF_MEMMON -n 2 build/rdma/integrity_test 2000 stale
 
+# 7. Hot MPI_Put/MPI_Get on hotbuf's queue pairs: every synchronization
+#    pattern, both MPIs, results identical to plain MPI, rerouting per call
+#    site in the report; then a silent peer and a rank without RDMA.
+RUN_TIMEOUT=900 run_prog rma tests/rdma/rma_routing.sh
+RUN_TIMEOUT=600 run_prog rma_faults tests/rdma/rma_faults.sh
+
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]
