@@ -1,0 +1,154 @@
+/* MPI_Allgather (through hotbuf when preloaded) against PMPI_Allgather
+ * (the MPI library's own, never intercepted) in the same run: the results
+ * must be bit-identical.  Covers block sizes 1 B .. 256 KiB, MPI_BYTE /
+ * MPI_INT / MPI_DOUBLE, non-contiguous send and receive types, MPI_IN_PLACE,
+ * one reused receive buffer and a fresh one per call, MPI_COMM_WORLD, a
+ * split and a duplicated communicator, and communicators freed after use.
+ * Prints "allgather_check: N checks, M mismatches"; exits 1 on a mismatch. */
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "digest.h"
+
+static long checks, mismatches;
+static unsigned long h = DIGEST_INIT;
+
+static void fill(unsigned char *p, size_t n, int rank, int salt)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (unsigned char)(rank * 31 + salt * 7 + i * 13 + (i >> 8));
+}
+
+static void compare(const void *got, const void *want, size_t n, const char *what, int block,
+                    MPI_Comm comm)
+{
+    int bad = memcmp(got, want, n) != 0, rank, any = 0;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    checks++;
+    if (bad) {
+        mismatches++;
+        fprintf(stderr, "FAIL %s block %d: rank %d differs\n", what, block, rank);
+    }
+    h = digest_more(h, got, n);
+}
+
+/* count elements of type per rank, receive buffer reused or fresh. */
+static void contiguous(MPI_Comm comm, MPI_Datatype type, int count, int fresh, int in_place,
+                       int iters, unsigned char **reused)
+{
+    int rank, size, tsize;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Type_size(type, &tsize);
+    size_t block = (size_t)count * tsize, total = block * size;
+    unsigned char *want = malloc(total), *send = malloc(block);
+    for (int it = 0; it < iters; it++) {
+        unsigned char *got = fresh ? malloc(total) : *reused;
+        fill(send, block, rank, it + count);
+        memset(got, 0xee, total);
+        memset(want, 0xdd, total);
+        if (in_place) {
+            memcpy(got + rank * block, send, block);
+            memcpy(want + rank * block, send, block);
+            MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got, count, type, comm);
+            PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, want, count, type, comm);
+        } else {
+            MPI_Allgather(send, count, type, got, count, type, comm);
+            PMPI_Allgather(send, count, type, want, count, type, comm);
+        }
+        compare(got, want, total, in_place ? "in place" : fresh ? "fresh" : "reused", (int)block,
+                comm);
+        if (fresh)
+            free(got);
+    }
+    free(want);
+    free(send);
+}
+
+/* Every other int of the receive buffer (a vector type), and a send type
+ * that takes every third int: packed by hotbuf, same result. */
+static void derived(MPI_Comm comm, int n)
+{
+    int rank, size;
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &size);
+    MPI_Datatype send_t, recv_t, recv_resized;
+    MPI_Type_vector(n, 1, 3, MPI_INT, &send_t);
+    MPI_Type_commit(&send_t);
+    MPI_Type_vector(n, 1, 2, MPI_INT, &recv_t);
+    MPI_Type_create_resized(recv_t, 0, (MPI_Aint)(2 * n * sizeof(int)), &recv_resized);
+    MPI_Type_commit(&recv_resized);
+    int *send = malloc(3 * n * sizeof(int)), *got = calloc(2 * n * size, sizeof(int)),
+        *want = calloc(2 * n * size, sizeof(int));
+    for (int it = 0; it < 4; it++) {
+        for (int i = 0; i < 3 * n; i++)
+            send[i] = rank * 100000 + it * 1000 + i;
+        MPI_Allgather(send, 1, send_t, got, 1, recv_resized, comm);
+        PMPI_Allgather(send, 1, send_t, want, 1, recv_resized, comm);
+        compare(got, want, 2 * n * size * sizeof(int), "derived", n * 4, comm);
+        /* in place with the vector receive type */
+        MPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, got, 1, recv_resized, comm);
+        PMPI_Allgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, want, 1, recv_resized, comm);
+        compare(got, want, 2 * n * size * sizeof(int), "derived in place", n * 4, comm);
+    }
+    free(send);
+    free(got);
+    free(want);
+    MPI_Type_free(&send_t);
+    MPI_Type_free(&recv_t);
+    MPI_Type_free(&recv_resized);
+}
+
+static void all_sizes(MPI_Comm comm)
+{
+    static const int bytes[] = {1, 3, 64, 1000, 4096, 8191, 8192, 8193, 65536, 65537, 262144};
+    int size;
+    MPI_Comm_size(comm, &size);
+    unsigned char *reused = malloc(262144 * (size_t)size + 64);
+    for (size_t i = 0; i < sizeof(bytes) / sizeof(bytes[0]); i++) {
+        int iters = bytes[i] > 65536 ? 2 : 4;
+        contiguous(comm, MPI_BYTE, bytes[i], 0, 0, iters, &reused);
+        contiguous(comm, MPI_BYTE, bytes[i], 1, 0, 2, &reused);
+        contiguous(comm, MPI_BYTE, bytes[i], 0, 1, 2, &reused);
+    }
+    contiguous(comm, MPI_INT, 250, 0, 0, 3, &reused);
+    contiguous(comm, MPI_DOUBLE, 3000, 0, 0, 3, &reused);
+    contiguous(comm, MPI_DOUBLE, 3000, 1, 1, 2, &reused);
+    derived(comm, 10);
+    derived(comm, 5000);
+    free(reused);
+}
+
+int main(int argc, char **argv)
+{
+    int rank, size;
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    all_sizes(MPI_COMM_WORLD);
+    for (int round = 0; round < 2; round++) { /* communicators made and freed */
+        MPI_Comm half, dup;
+        MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+        MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+        unsigned char *reused = malloc(8192 * (size_t)size);
+        contiguous(half, MPI_BYTE, 8192, 0, 0, 3, &reused);
+        contiguous(dup, MPI_INT, 100, 0, 0, 3, &reused);
+        contiguous(dup, MPI_BYTE, 2048, 0, 1, 2, &reused);
+        free(reused);
+        MPI_Comm_free(&half);
+        MPI_Comm_free(&dup);
+    }
+    long all_checks = 0, all_bad = 0;
+    MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mismatches, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    unsigned long hall = 0;
+    MPI_Reduce(&h, &hall, 1, MPI_UNSIGNED_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("allgather_check: %d ranks, %ld checks, %ld mismatches, digest %016lx\n", size,
+               all_checks, all_bad, hall);
+    MPI_Finalize();
+    return all_bad != 0;
+}
