@@ -3,10 +3,15 @@
  * Every call gathers size blocks of B bytes into one contiguous array
  * `buf` on every rank: the receive buffer itself (zero-copy), or one half
  * of the communicator's registered collective buffer (copy-based: the
- * blocks are copied out at the end).  A peer writes into buf only after
- * this rank told it where buf is for this call (a "ready" record), which
- * is also what makes reusing the collective buffer's halves safe: a rank
- * sends its ready record only once it has finished the previous call.
+ * blocks are copied out at the end).
+ *
+ * Copy-based calls need no handshake: the halves' addresses are known
+ * since the creation, and half N&1 is free at every peer when call N
+ * writes into it.  Why: finishing call N-1 needs every rank's block of
+ * N-1, so a rank in call N knows that every rank has started N-1, hence
+ * finished N-2, the last call that used the same half.  Zero-copy calls
+ * write into each peer's own receive buffer, so each rank first tells the
+ * peers that write to it where that buffer is (a "ready" record).
  *
  *   recursive doubling (2^k ranks): at step k exchange the 2^k blocks held
  *       so far with rank ^ 2^k: one RDMA write, then its data flag;
@@ -18,6 +23,7 @@
  * the middle of a collective cannot be worked around (the other ranks are
  * inside the same call): hotbuf says so in one line and aborts the job.
  */
+#include <sched.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +42,7 @@ struct ag_call {
     struct hb_ag_comm *c;
     struct hb_transport *t;
     uint64_t seq, block;
+    int zcopy;
     char *buf;                   /* size x block bytes, this rank's gathered array */
     uint32_t lkey, rkey;         /* of buf */
     unsigned small;              /* flags for the 8/16-byte writes (inline when possible) */
@@ -77,10 +84,13 @@ static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_
 }
 
 /* A small value from this rank's area to a field of rank to's area. */
-static void post_small(struct ag_call *a, int to, const void *src, size_t len, size_t field)
+/* Flags are signaled: the last write to each destination is a flag, and
+ * waiting for its own completion is cheaper than a fence write. */
+static void post_small(struct ag_call *a, int to, const void *src, size_t len, size_t field,
+                       unsigned signal)
 {
     const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->mr->lkey, p->area + field, p->rkey, a->small);
+    post(a, to, src, len, a->c->mr->lkey, p->area + field, p->rkey, a->small | signal);
 }
 
 /* Waits until a peer's write of this call has landed in *flag.  No time
@@ -90,6 +100,8 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 {
     for (unsigned spins = 1; *flag < a->seq; spins++) {
         hb_transport_progress(a->t);
+        if ((spins & 63) == 0)
+            sched_yield(); /* oversubscribed: the peer may need this CPU */
         if ((spins & 1023) == 0) {
             hb_mpi_progress(NULL);
             if (hb_transport_peer_state(a->t, a->c->peers[from].world) == HB_PEER_FAILED)
@@ -103,16 +115,22 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 static void send_ready(struct ag_call *a, int to, int k)
 {
     post_small(a, to, &a->c->area->out, sizeof(a->c->area->out),
-               offsetof(struct hb_ag_area, slot) + (size_t)k * sizeof(struct hb_ag_record));
+               offsetof(struct hb_ag_area, slot) + (size_t)k * sizeof(struct hb_ag_record), 0);
     post_small(a, to, &a->c->area->out_seq, sizeof(uint64_t),
-               offsetof(struct hb_ag_area, ready) + (size_t)k * sizeof(uint64_t));
+               offsetof(struct hb_ag_area, ready) + (size_t)k * sizeof(uint64_t), HB_TR_F_SIGNAL);
 }
 
-static struct hb_ag_record wait_ready(struct ag_call *a, int from, int k)
+/* Where rank peer's array is for this call: its half of the collective
+ * buffer (copy-based), or what its ready record says (zero-copy). */
+static struct hb_ag_record destination(struct ag_call *a, int peer, int k)
 {
-    wait_flag(a, &a->c->area->ready[k], from);
-    struct hb_ag_record r = {a->c->area->slot[k].addr, a->c->area->slot[k].rkey, 0};
-    return r;
+    const struct hb_ag_comm *c = a->c;
+    if (!a->zcopy) {
+        uint64_t offset = (uint64_t)(c->buffer - (char *)c->area) + (a->seq & 1) * c->half;
+        return (struct hb_ag_record){c->peers[peer].area + offset, c->peers[peer].rkey, 0};
+    }
+    wait_flag(a, &c->area->ready[k], peer);
+    return (struct hb_ag_record){c->area->slot[k].addr, c->area->slot[k].rkey, 0};
 }
 
 /* Bytes [off, off+len) of the array to the same place at rank to, then the
@@ -122,17 +140,17 @@ static void send_blocks(struct ag_call *a, int to, const struct hb_ag_record *ds
 {
     post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey, 0);
     post_small(a, to, &a->c->area->out_seq, sizeof(uint64_t),
-               offsetof(struct hb_ag_area, data) + (size_t)step * sizeof(uint64_t));
+               offsetof(struct hb_ag_area, data) + (size_t)step * sizeof(uint64_t), HB_TR_F_SIGNAL);
 }
 
 static void recursive_doubling(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
-    for (int k = 0; (1 << k) < c->size; k++)
+    for (int k = 0; a->zcopy && (1 << k) < c->size; k++)
         send_ready(a, c->rank ^ (1 << k), k);
     for (int k = 0; (1 << k) < c->size; k++) {
         int partner = c->rank ^ (1 << k);
-        struct hb_ag_record dst = wait_ready(a, partner, k);
+        struct hb_ag_record dst = destination(a, partner, k);
         uint64_t first = (uint64_t)((c->rank >> k) << k);
         send_blocks(a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block, k);
         wait_flag(a, &c->area->data[k], partner);
@@ -143,8 +161,9 @@ static void ring(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     int p = c->size, right = (c->rank + 1) % p, left = (c->rank + p - 1) % p;
-    send_ready(a, left, HB_AG_RING_SLOT);
-    struct hb_ag_record dst = wait_ready(a, right, HB_AG_RING_SLOT);
+    if (a->zcopy)
+        send_ready(a, left, HB_AG_RING_SLOT);
+    struct hb_ag_record dst = destination(a, right, HB_AG_RING_SLOT);
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
         send_blocks(a, right, &dst, blk * a->block, a->block, s);
@@ -216,7 +235,8 @@ int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype s
         return -1; /* the same on every rank: total and zcopy_max are shared */
     int use_ring = !c->pow2 || block >= hb_rt.cfg.ag_ring;
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
-    struct ag_call a = {.c = c, .t = hb_rt.rdma.tr, .seq = ++c->seq, .block = block};
+    struct ag_call a = {.c = c, .t = hb_rt.rdma.tr, .seq = ++c->seq, .block = block,
+                        .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
     a.small = info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;

@@ -13,9 +13,9 @@ struct ibv_mr;
 /* The registered area of one rank on one communicator.  Peers write into
  * it; each value is written by exactly one peer per call and carries the
  * call's sequence number, so nothing is ever cleared:
- *   ready[k]  "my buffer for this call is in slot[k]": from the step-k
- *             partner (recursive doubling) or, at HB_AG_RING_SLOT, from
- *             the right neighbour (ring)
+ *   ready[k]  zero-copy calls: "my receive buffer for this call is in
+ *             slot[k]": from the step-k partner (recursive doubling) or,
+ *             at HB_AG_RING_SLOT, from the right neighbour (ring)
  *   slot[k]   that buffer's address and rkey
  *   data[s]   "the data of step s is in place"
  *   buffer    two halves, alternating between calls (copy-based mode)

@@ -84,9 +84,12 @@ static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *re
     int peer = w->targets[c->target].world;
     uint32_t rkey = w->targets[c->target].rkey;
     for (int attempt = 0;; attempt++) {
-        int rc = c->is_get
-                     ? hb_transport_read(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey, 0, op)
-                     : hb_transport_write(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey, 0, op);
+        /* signaled: every operation is waited for at the next synchronization,
+         * and its own completion is cheaper to wait for than a fence write */
+        int rc = c->is_get ? hb_transport_read(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey,
+                                               HB_TR_F_SIGNAL, op)
+                           : hb_transport_write(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey,
+                                                HB_TR_F_SIGNAL, op);
         if (rc != HB_TR_BUSY || attempt == 1)
             return rc == HB_TR_OK ? 0 : rc == HB_TR_BUSY ? HB_RMA_BUSY : HB_RMA_PEER_FAILED;
         hb_rma_complete(w, c->target); /* send queue full: drain this target, retry once */
