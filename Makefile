@@ -67,7 +67,8 @@ MPI_TEST_C   := $(wildcard tests/mpi/*.c)
 MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
 MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
                 $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
-TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1
+TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1 \
+                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag
 
 $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
@@ -144,10 +145,13 @@ demo:
 	@scripts/demo.sh
 
 # In the soft-RoCE guest: hotbuf's raw RDMA latency next to perftest,
-# ibv_reg_mr cost per size, registration-cache hit cost.
+# ibv_reg_mr cost per size, registration-cache hit cost, Put/Get latency
+# plain MPI (over UCX on rxe0) vs hotbuf.
 bench-rdma: deps rdma-tests
 	@tools/bench/run-bench-rdma.sh
 	@scripts/rxe-vm.sh build/tools/bench-regcache
+	@tools/bench/run-bench-rma.sh
+	@tools/bench/run-bench-ag.sh
 
 clean:
 	rm -rf build
