@@ -6,7 +6,7 @@
 # through UCX (Open MPI: pml ucx), so plain MPI is an RDMA baseline too.
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
-# Knobs: BENCH_ROUNDS (5), BENCH_AG_MAX (1048576), BENCH_AG_RANKS ("4 8").
+# Knobs: BENCH_ROUNDS (4), BENCH_AG_MAX (1048576), BENCH_AG_RANKS ("4 8").
 # The guest has 2 CPUs: 4 and 8 ranks are oversubscribed, which weighs on
 # both variants (MPI yields when oversubscribed; so does hotbuf).
 # Timings are emulated (TCG): compare the columns, not absolute values.
@@ -15,8 +15,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 if [ "${RXEVM:-0}" != 1 ]; then
     make -s MPI=openmpi && make -s MPI=openmpi tools || exit 1
-    RXEVM_ENV="BENCH_ROUNDS BENCH_AG_MAX BENCH_AG_RANKS" RXEVM_TIMEOUT=${RXEVM_TIMEOUT:-2400} \
-        exec timeout 2500 scripts/rxe-vm.sh tools/bench/run-bench-ag.sh
+    RXEVM_ENV="BENCH_ROUNDS BENCH_AG_MAX BENCH_AG_RANKS" RXEVM_TIMEOUT=${RXEVM_TIMEOUT:-4200} \
+        exec timeout 4300 scripts/rxe-vm.sh tools/bench/run-bench-ag.sh
 fi
 
 work=$(mktemp -d /tmp/bench-ag.XXXXXX)
@@ -28,8 +28,8 @@ hb=(env HOTBUF_INTRANODE=1 HOTBUF_REPORT=json)
 
 for n in ${BENCH_AG_RANKS:-4 8}; do
     echo "== Allgather latency, openmpi over UCX on rxe0, $n ranks (us per call, slowest rank)"
-    "${hb[@]}" HOTBUF_REPORT_FILE=$work/ag$n timeout 1200 tools/hotbuf-run -- "${ompi[@]}" -n $n \
-        build/openmpi/tools/bench-ag "${BENCH_AG_MAX:-1048576}" "${BENCH_ROUNDS:-5}" \
+    "${hb[@]}" HOTBUF_REPORT_FILE=$work/ag$n timeout 2000 tools/hotbuf-run -- "${ompi[@]}" -n $n \
+        build/openmpi/tools/bench-ag "${BENCH_AG_MAX:-1048576}" "${BENCH_ROUNDS:-4}" \
         >"$work/ag$n.txt" 2>"$work/ag$n.err" ||
         { echo "bench-allgather failed:"; tail -20 "$work/ag$n.err"; continue; }
     cat "$work/ag$n.txt"
