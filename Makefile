@@ -135,7 +135,7 @@ rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/rdma/
 
 # The verbs tests alone, in the soft-RoCE guest (make test runs them too).
 test-rdma: deps rdma-tests
-	@scripts/rxe-vm.sh tests/rdma/run-in-guest.sh
+	@RXEVM_TIMEOUT=$${RXEVM_TIMEOUT:-2400} scripts/rxe-vm.sh tests/rdma/run-in-guest.sh
 
 bench: deps
 	@$(MAKE) --no-print-directory MPI=$(MPI) tools

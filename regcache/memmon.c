@@ -411,12 +411,17 @@ void hb_memmon_sync(void)
             continue;
         if (t0 == 0) {
             t0 = mono_now();
-        } else if (mono_now() - t0 > 0.1 && atomic_load(&M.seq) == s0) {
+        } else if (mono_now() - t0 > 5.0 && atomic_load(&M.seq) == s0) {
             struct pollfd p = {M.fd, POLLIN, 0};
 
             if (poll(&p, 1, 0) == 0) {
-                /* Changing for 100 ms with nothing queued and nothing
-                 * read: a leaked count (kernel bug).  Use poll from now. */
+                /* Changing for 5 s with nothing queued and nothing read:
+                 * a leaked count (kernel bug).  Use poll from now.  Not
+                 * sooner: on a loaded host the unmapping thread can be
+                 * preempted between the kernel's "prep" and the queueing
+                 * of its event for far longer than 100 ms, and the weaker
+                 * poll would then miss that event (a stale registration
+                 * seen in the guest with three VMs on two CPUs). */
                 atomic_store(&M.probe_ok, 0);
                 inc(&C.probe_stuck);
                 sync_poll();

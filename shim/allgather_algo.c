@@ -220,7 +220,7 @@ static void choose_buffer(struct ag_call *a, int zcopy, void *rbuf, int direct,
         return;
     }
     a->buf = direct ? rbuf : (*tmp = malloc(total));
-    if (!a->buf || hb_regcache_get(hb_rt.rdma.cache, a->buf, total, reg))
+    if (!a->buf || hb_rdma_register(&hb_rt.rdma, a->buf, total, reg))
         fatal(a, c->rank, "the receive buffer cannot be registered");
     a->lkey = hb_region_mr(*reg)->lkey;
     a->rkey = hb_region_mr(*reg)->rkey;

@@ -125,6 +125,13 @@ void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
     }
 }
 
+int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_region **out)
+{
+    if (r->memmon_active)
+        hb_memmon_sync();
+    return hb_regcache_get(r->cache, addr, len, out);
+}
+
 struct failed_ctx {
     int rank;
     struct hb_rank_summary *rs;

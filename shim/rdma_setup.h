@@ -20,6 +20,7 @@
 
 struct hb_transport;
 struct hb_regcache;
+struct hb_region;
 
 struct hb_rdma {
     struct hb_transport *tr;      /* NULL: RDMA pass-through */
@@ -38,6 +39,13 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
 
 /* This rank's RDMA figures for the report. */
 void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s);
+
+/* A referenced registration of [addr, addr+len) from the cache, after
+ * waiting for every address-space change already begun in any thread to
+ * reach the cache (hb_memmon_sync): without that wait a buffer freed and
+ * reallocated by another thread a moment ago could still map to the old
+ * pages' registration.  0, or the cache's error (then use PMPI). */
+int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_region **out);
 
 /* Names this rank's failed peers (at most HB_FAILED_PEERS) in rs. */
 void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summary *rs);

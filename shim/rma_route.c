@@ -151,7 +151,7 @@ static int try_rdma(const struct rma_call *c, int *rc)
     if ((why = check_target(w, c, bytes, &raddr)) || (why = connection(w, c->target)) ||
         (why = hb_rma_epoch_allows(w, c->target)))
         return why;
-    if (hb_regcache_get(hb_rt.rdma.cache, c->obuf, bytes, &reg))
+    if (hb_rdma_register(&hb_rt.rdma, c->obuf, bytes, &reg))
         return HB_RMA_REGISTRATION;
     if ((why = post(w, c, reg, bytes, raddr, &op))) {
         hb_regcache_put(hb_rt.rdma.cache, reg);

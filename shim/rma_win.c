@@ -98,7 +98,7 @@ static void describe_self(struct hb_win *w, void *base, MPI_Aint size, int disp_
     me->rdma = hb_rt.rdma.tr && hb_rt.rdma.cache;
     if (!me->rdma || !me->size)
         return;
-    if (hb_regcache_get(hb_rt.rdma.cache, base, me->size, &w->region) == 0) {
+    if (hb_rdma_register(&hb_rt.rdma, base, me->size, &w->region) == 0) {
         me->rkey = hb_region_mr(w->region)->rkey;
         me->ok = 1;
     } else {

@@ -58,7 +58,7 @@ run() {
         on) envs+=(HOTBUF_INTRANODE=1) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
-    env "${envs[@]}" timeout 600 tools/hotbuf-run -- "$@" build/$flavour/tests/allgather_check \
+    env "${envs[@]}" timeout 600 tools/hotbuf-run -- "$@" build/$flavour/tests/allgather_check $ARGS \
         >"$work/$name.out" 2>"$work/$name.err"
     local rc=$?
     if [ $rc = 0 ] && grep -q "^allgather_check: $n ranks, [1-9][0-9]* checks, 0 mismatches" "$work/$name.out" &&
@@ -71,10 +71,16 @@ run() {
 }
 
 flavour=openmpi
-for n in 2 3 4 8; do
+ARGS=
+for n in 2 4; do
+    run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
+done
+ARGS=quick # blocks up to 64 KiB + 1: 3 and 8 ranks on 2 emulated CPUs are slow
+for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
 run openmpi_np2_off off 2 mpiexec.openmpi -n 2
 run openmpi_np2_intranode_off intranode 2 mpiexec.openmpi -n 2
+ARGS=
 flavour=mpich
 run mpich_np2 on 2 mpiexec.mpich -n 2

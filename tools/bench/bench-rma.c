@@ -24,11 +24,12 @@
  * status is 1.
  *
  * Output (stdout, rank 0):
- *   a table, one row per (mode, op, size) with exactly these columns
- *     mode op bytes plain_us hotbuf_us ratio
+ *   a table, one row per (mode, op, size):
+ *     mode op bytes plain_us hotbuf_us ratio gain%
  *   plain_us/hotbuf_us = median of all timed iterations of the variant (us);
  *   ratio = median over the rounds of the per-round hotbuf/plain ratio of
- *   per-round medians (paired round by round: drift cancels); then one
+ *   per-round medians (paired round by round: drift cancels); gain% =
+ *   (1 - ratio) * 100, i.e. (plain - hotbuf) / plain; then one
  *   machine-readable line per row:
  *     RESULT mode=M op=O size=N plain_us= hotbuf_us= ratio= gain_pct=
  *            ratio_ci_lo= ratio_ci_hi= round_ratio_lo= round_ratio_hi=
@@ -227,10 +228,11 @@ int main(int argc, char **argv)
         say_interception();
         printf("# %d rounds x %d iterations per size and variant (after %d warm-up iterations "
                "each), plain and hotbuf alternating; us per operation + synchronization: median "
-               "of all timed iterations; ratio = median of the per-round hotbuf/plain ratios\n",
+               "of all timed iterations; ratio = median of the per-round hotbuf/plain ratios; "
+               "gain%% = (1 - ratio) * 100\n",
                rounds, iters, warmup);
-        printf("%-5s %-3s %6s %10s %10s %7s\n", "mode", "op", "bytes", "plain_us", "hotbuf_us",
-               "ratio");
+        printf("%-5s %-3s %6s %10s %10s %7s %7s\n", "mode", "op", "bytes", "plain_us",
+               "hotbuf_us", "ratio", "gain%");
         fflush(stdout);
     }
     unsigned pat = 1;
@@ -271,7 +273,8 @@ int main(int argc, char **argv)
                 double p = median(lat[PLAIN], all), h = median(lat[HOTBUF], all);
                 double min_ratio = lat[HOTBUF][0] / lat[PLAIN][0]; /* sorted: best / best */
                 const char *ms = mode == FENCE ? "fence" : "lock", *os = is_get ? "get" : "put";
-                printf("%-5s %-3s %6d %10.2f %10.2f %7.3f\n", ms, os, n, p, h, rr);
+                printf("%-5s %-3s %6d %10.2f %10.2f %7.3f %+7.1f\n", ms, os, n, p, h, rr,
+                       (1 - rr) * 100);
                 fflush(stdout);
                 snprintf(result[nresult++], sizeof *result,
                          "RESULT mode=%s op=%s size=%d plain_us=%.3f hotbuf_us=%.3f ratio=%.4f "
