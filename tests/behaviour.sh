@@ -89,6 +89,13 @@ behaviour_no_finalize() { # exit without MPI_Finalize: same status, a note, no h
     job "$mpi" 2 "$d/plain" 0 abort_early exit
     job "$mpi" 2 "$d/hb" 1 abort_early exit
     local a b; a=$(cat "$d/plain.rc") b=$(cat "$d/hb.rc")
+    # Hydra may or may not kill the second rank (exit 9) depending on which
+    # rank leaves first: a status the plain job can also end with is fine.
+    for retry in 1 2 3; do
+        [ "$a" = "$b" ] && break
+        job "$mpi" 2 "$d/plain" 0 abort_early exit
+        a=$(cat "$d/plain.rc")
+    done
     if [ "$b" = 124 ] || grep -qiE 'segmentation|core dumped' "$d/hb.err"; then
         fail "$mpi/no_finalize" "hung or crashed (exit $b)" "$d/hb.err"
     elif [ "$a" != "$b" ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
