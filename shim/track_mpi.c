@@ -155,9 +155,14 @@ void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, i
 uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
                             MPI_Comm comm, void *ret)
 {
-    int n = 1;
+    int n = 1, inter = 0;
     struct hb_use u;
-    PMPI_Comm_size(comm, &n);
+    /* On an intercommunicator the receive buffer holds the remote group's blocks. */
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        PMPI_Comm_remote_size(comm, &n);
+    else
+        PMPI_Comm_size(comm, &n);
     int64_t total = (int64_t)recvcount * n;
     int empty = total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
     return track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);

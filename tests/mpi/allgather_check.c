@@ -3,7 +3,9 @@
  * must be bit-identical.  Covers block sizes 1 B .. 256 KiB, MPI_BYTE /
  * MPI_INT / MPI_DOUBLE, non-contiguous send and receive types, MPI_IN_PLACE,
  * one reused receive buffer and a fresh one per call, MPI_COMM_WORLD, a
- * split and a duplicated communicator, and communicators freed after use.
+ * split and a duplicated communicator, communicators freed after use, and
+ * an intercommunicator (which hotbuf leaves to MPI: each group gathers the
+ * other group's blocks).
  * Prints "allgather_check: N checks, M mismatches"; exits 1 on a mismatch. */
 #include <mpi.h>
 #include <stdio.h>
@@ -125,6 +127,39 @@ static void all_sizes(MPI_Comm comm)
     free(reused);
 }
 
+/* Even ranks against odd ranks: MPI_Allgather on an intercommunicator
+ * fills the receive buffer with the remote group's blocks. */
+static void intercomm(int rank)
+{
+    MPI_Comm local, inter;
+    int remote;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &local);
+    MPI_Intercomm_create(local, 0, MPI_COMM_WORLD, 1 - rank % 2, 77, &inter);
+    MPI_Comm_remote_size(inter, &remote);
+    const int block = 4096;
+    unsigned char *send = malloc(block), *got = malloc((size_t)block * remote),
+                  *want = malloc((size_t)block * remote);
+    for (int it = 0; it < 3; it++) {
+        fill(send, block, rank, it + 1000);
+        memset(got, 0xee, (size_t)block * remote);
+        memset(want, 0xdd, (size_t)block * remote);
+        MPI_Allgather(send, block, MPI_BYTE, got, block, MPI_BYTE, inter);
+        PMPI_Allgather(send, block, MPI_BYTE, want, block, MPI_BYTE, inter);
+        int bad = memcmp(got, want, (size_t)block * remote) != 0;
+        checks++;
+        if (bad) {
+            mismatches++;
+            fprintf(stderr, "FAIL intercomm block %d: rank %d differs\n", block, rank);
+        }
+        h = digest_more(h, got, (size_t)block * remote);
+    }
+    free(send);
+    free(got);
+    free(want);
+    MPI_Comm_free(&inter);
+    MPI_Comm_free(&local);
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
@@ -145,6 +180,8 @@ int main(int argc, char **argv)
         MPI_Comm_free(&half);
         MPI_Comm_free(&dup);
     }
+    if (size > 1)
+        intercomm(rank);
     long all_checks = 0, all_bad = 0;
     MPI_Reduce(&checks, &all_checks, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
     MPI_Reduce(&mismatches, &all_bad, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);

@@ -3,7 +3,8 @@
 # run-in-guest.sh).  tests/mpi/allgather_check compares MPI_Allgather
 # (through hotbuf) with PMPI_Allgather (the library's own) in the same run,
 # bit for bit, over many sizes, datatypes, MPI_IN_PLACE, reused and fresh
-# buffers and several communicators, at 2, 3, 4 and 8 ranks (the comparison
+# buffers and several communicators (one an intercommunicator, which must
+# stay on MPI), at 2, 3, 4 and 8 ranks (the comparison
 # inside one run is the "with and without hotbuf" one: a separate plain run
 # would only add guest time); the report must show which algorithms ran.
 # MPI itself stays on shared memory; hotbuf uses rxe0 (HOTBUF_INTRANODE=1).
@@ -40,6 +41,7 @@ if mode == "on":
         need(alg["ring_copy"] > 0, "ring copy-based not used")
     need(alg["ring_zcopy"] > 0, "ring zero-copy not used")
     need(ag["comms_rdma"] > 0, "no communicator served")
+    need(ag["comms_pmpi"]["intercomm"] > 0, "intercommunicator not left to MPI")
 else:
     need(cls["rerouted_calls"] == 0, "rerouted although " + mode)
     if mode == "intranode":

@@ -10,7 +10,9 @@
  * Prints per line the median of the per-round means (us per call, the
  * slowest rank's) and the ratio hotbuf/plain.
  *
- *   bench-allgather [max bytes (1M)] [rounds (5)]
+ *   bench-ag [max bytes (1M)] [rounds (5)] [min bytes (4)]
+ *
+ * Sizes are 4 B x 4^k; min skips the smaller ones (a long run split in two).
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -55,6 +57,7 @@ int main(int argc, char **argv)
     int rank, size;
     long max = argc > 1 ? atol(argv[1]) : 1l << 20;
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
+    long min = argc > 3 ? atol(argv[3]) : 4;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -68,6 +71,8 @@ int main(int argc, char **argv)
                "hotbuf_us", "ratio");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
+            if (block < min)
+                continue;
             int calls = calls_for(block, size);
             for (int v = 0; v < 2; v++) /* warm-up */
                 round_us(variant[v], send, reused, block, fresh, 2, size);
