@@ -132,9 +132,25 @@ behaviour_launcher() { # picks the flavour from the launcher, passes HOTBUF_* to
     fi
 }
 
+behaviour_mpmd() { # every application context of an MPMD launch runs with hotbuf
+    local mpi=$1 d=$work/mpmd-$1 prog=build/$1/tests/reuse_known; mkdir -p "$d"
+    local l; l=$(launcher "$mpi" 1)
+    timeout 120 $l "$prog" : -n 1 "$prog" >"$d/plain.out" 2>"$d/plain.err"
+    HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$d/r \
+        timeout 120 tools/hotbuf-run -- $l "$prog" : -n 1 "$prog" >"$d/hb.out" 2>"$d/hb.err"
+    local rc=$?
+    if [ $rc != 0 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+        fail "$mpi/mpmd" "MPMD job broken (exit $rc) or output differs" "$d/hb.err"
+    elif ! python3 -c 'import json,sys; sys.exit(json.load(open(sys.argv[1]))["ranks"] != 2)' "$d/r.json"; then
+        fail "$mpi/mpmd" "the report does not cover both contexts' ranks" "$d/r.json"
+    else
+        pass "$mpi/mpmd"
+    fi
+}
+
 for mpi in openmpi mpich; do
     for b in invalid_config enable_off default_report unwritable_report abort no_finalize \
-             callsite_depth; do
+             callsite_depth mpmd; do
         selected "$mpi/$b" && behaviour_$b $mpi
     done
 done

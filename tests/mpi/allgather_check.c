@@ -129,7 +129,7 @@ static void all_sizes(MPI_Comm comm)
 
 /* Even ranks against odd ranks: MPI_Allgather on an intercommunicator
  * fills the receive buffer with the remote group's blocks. */
-static void intercomm(int rank)
+__attribute__((noinline)) static void intercomm(int rank) /* its own call site */
 {
     MPI_Comm local, inter;
     int remote;

@@ -32,6 +32,14 @@ def need(cond, what):
 need(cls["rerouted_calls"] == ag["calls_rdma"], "rerouted_calls != calls_rdma")
 need(sum(s["rerouted_calls"] for s in r["sites"] if s["op"] == "allgather") == cls["rerouted_calls"],
      "sites do not add up")
+# intercomm(): 3 calls per rank of 4096-byte blocks from each remote rank
+inter = [s for s in r["sites"] if s["op"] == "allgather" and s["name"].startswith("intercomm ")]
+even, odd = (n + 1) // 2, n // 2
+need(len(inter) == 1 and inter[0]["calls"] == 3 * n and inter[0]["rerouted_calls"] == 0 and
+     inter[0]["bytes"] == 3 * 4096 * 2 * even * odd,
+     "intercommunicator site: want %d calls, %d bytes, none rerouted; got %s" % (
+         3 * n, 3 * 4096 * 2 * even * odd,
+         [(s["calls"], s["bytes"], s["rerouted_calls"]) for s in inter]))
 if mode == "on":
     need(cls["rerouted_calls"] > 0, "nothing rerouted")
     pow2 = n & (n - 1) == 0
@@ -60,8 +68,12 @@ run() {
         on) envs+=(HOTBUF_INTRANODE=1) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
-    env "${envs[@]}" timeout 600 tools/hotbuf-run -- "$@" build/$flavour/tests/allgather_check $ARGS \
-        >"$work/$name.out" 2>"$work/$name.err"
+    local prog=(build/$flavour/tests/allgather_check $ARGS) cmd=() arg
+    for arg in "$@"; do # @PROG@ places the program (MPMD); else it goes last
+        if [ "$arg" = @PROG@ ]; then cmd+=("${prog[@]}"); else cmd+=("$arg"); fi
+    done
+    [[ " $* " == *" @PROG@ "* ]] || cmd+=("${prog[@]}")
+    env "${envs[@]}" timeout 600 tools/hotbuf-run -- "${cmd[@]}" >"$work/$name.out" 2>"$work/$name.err"
     local rc=$?
     if [ $rc = 0 ] && grep -q "^allgather_check: $n ranks, [1-9][0-9]* checks, 0 mismatches" "$work/$name.out" &&
        check_json "$work/$name.json" "$mode" "$n" >"$work/$name.check" 2>&1; then
@@ -82,6 +94,16 @@ for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
 run openmpi_np2_off off 2 mpiexec.openmpi -n 2
+# Ranks launched with different thresholds (MPMD) must still agree on the
+# path of every call: all take the smallest values, rank 0 says so.
+run openmpi_np2_mixed on 2 mpiexec.openmpi -n 1 env HOTBUF_AG_ZCOPY=1K HOTBUF_AG_RING=4K \
+    HOTBUF_AG_BUFFER=16K @PROG@ : -n 1 @PROG@
+if grep -q "HOTBUF_AG_BUFFER differs between ranks (16384..131072 bytes); all ranks use 16384" \
+       "$work/openmpi_np2_mixed.err"; then
+    pass allgather/mixed_thresholds_note
+else
+    fail allgather/mixed_thresholds_note "no note that the thresholds differ" "$work/openmpi_np2_mixed.err"
+fi
 run openmpi_np2_intranode_off intranode 2 mpiexec.openmpi -n 2
 ARGS=
 flavour=mpich
