@@ -2,7 +2,6 @@
  * the wrappers call (see allgather.h). */
 #include "allgather.h"
 
-#include <stdio.h>
 #include <string.h>
 
 #include "allgather_int.h"
@@ -12,33 +11,6 @@
 struct hb_ag_summary hb_ag_stats;
 static int ag_on; /* agreed by every rank at start */
 #define HB_SITE_NONE 0xffff /* this rank does not track */
-
-/* The algorithm and the buffer offsets of a call follow from
- * HOTBUF_AG_ZCOPY, HOTBUF_AG_RING and HOTBUF_AG_BUFFER, so ranks whose
- * environments differ (a per-rank wrapper script, MPMD launches) would take
- * different paths and write to wrong offsets.  Every rank takes the
- * smallest value of each; rank 0 says so once when they differed.  1 when
- * agreed (the collective succeeded). */
-static int agree_thresholds(void)
-{
-    uint64_t *v[3] = {&hb_rt.cfg.ag_zcopy, &hb_rt.cfg.ag_ring, &hb_rt.cfg.ag_buffer};
-    static const char *const name[3] = {"HOTBUF_AG_ZCOPY", "HOTBUF_AG_RING", "HOTBUF_AG_BUFFER"};
-    unsigned long long local[6], all[6]; /* minima, then minima of the complements (maxima) */
-    for (int i = 0; i < 3; i++) {
-        local[i] = *v[i];
-        local[3 + i] = ~(unsigned long long)*v[i];
-    }
-    if (PMPI_Allreduce(local, all, 6, MPI_UNSIGNED_LONG_LONG, MPI_MIN, hb_rt.comm) != MPI_SUCCESS)
-        return 0;
-    for (int i = 0; i < 3; i++) {
-        unsigned long long max = ~all[3 + i];
-        if (max != all[i] && hb_rt.rank == 0)
-            fprintf(stderr, "hotbuf: %s differs between ranks (%llu..%llu bytes); all ranks use %llu\n",
-                    name[i], all[i], max, all[i]);
-        *v[i] = all[i];
-    }
-    return 1;
-}
 
 /* Every rank must agree, since the first Allgather on a communicator is
  * then a collective of hotbuf's own: on when no rank switched it off or
@@ -51,7 +23,7 @@ void hb_ag_start(void)
     ag_on = 0;
     if (PMPI_Allreduce(local, all, 2, MPI_INT, MPI_MAX, hb_rt.comm) != MPI_SUCCESS)
         return;
-    ag_on = !all[0] && all[1] && agree_thresholds() && hb_ag_keyval_create() == MPI_SUCCESS;
+    ag_on = !all[0] && all[1] && hb_ag_keyval_create() == MPI_SUCCESS;
 }
 
 void hb_ag_stop(void)

@@ -195,3 +195,50 @@ int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *
     hb_config_format(&def, d, b, sizeof(b));
     return !strcmp(a, b);
 }
+
+static const char *const shared_names[HB_CONFIG_NSHARED] = {
+    "HOTBUF_ENABLE", "HOTBUF_INTRANODE", "HOTBUF_ALLGATHER",
+    "HOTBUF_AG_ZCOPY", "HOTBUF_AG_RING", "HOTBUF_AG_BUFFER",
+};
+
+static const struct hb_var_desc *find_var(const char *name)
+{
+    for (size_t i = 0; i < hb_var_count; i++)
+        if (!strcmp(hb_var_table[i].name, name))
+            return &hb_var_table[i];
+    return NULL;
+}
+
+static uint64_t shared_get(const struct hb_config *cfg, const struct hb_var_desc *d)
+{
+    const char *field = (const char *)cfg + d->offset;
+    return d->type == HB_VAR_SIZE ? *(const uint64_t *)field : (uint64_t)*(const int *)field;
+}
+
+void hb_config_shared_pack(const struct hb_config *cfg, uint64_t v[2 * HB_CONFIG_NSHARED])
+{
+    for (int i = 0; i < HB_CONFIG_NSHARED; i++) {
+        v[i] = shared_get(cfg, find_var(shared_names[i]));
+        v[HB_CONFIG_NSHARED + i] = ~v[i];
+    }
+}
+
+int hb_config_shared_apply(struct hb_config *cfg, const uint64_t min[2 * HB_CONFIG_NSHARED],
+                           void (*note)(const char *line, void *ctx), void *ctx)
+{
+    int differed = 0;
+    for (int i = 0; i < HB_CONFIG_NSHARED; i++) {
+        const struct hb_var_desc *d = find_var(shared_names[i]);
+        uint64_t lo = min[i], hi = ~min[HB_CONFIG_NSHARED + i];
+        if (lo != hi) {
+            char line[200];
+            snprintf(line, sizeof(line), "%s differs between ranks (%llu..%llu); all ranks use %llu",
+                     d->name, (unsigned long long)lo, (unsigned long long)hi,
+                     (unsigned long long)lo);
+            note(line, ctx);
+            differed++;
+        }
+        store(cfg, d, (double)lo, NULL);
+    }
+    return differed;
+}

@@ -51,4 +51,17 @@ void hb_config_format(const struct hb_config *cfg, const struct hb_var_desc *d,
 /* 1 if the variable's value in cfg equals its default (0: the user changed it). */
 int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *d);
 
+/* Settings every rank must share: whether it takes part in hotbuf's
+ * collectives at all (HOTBUF_ENABLE) and what decides the path of a
+ * collective (HOTBUF_INTRANODE, HOTBUF_ALLGATHER, HOTBUF_AG_*).  A per-rank
+ * wrapper script or an MPMD launch can give ranks different values; every
+ * rank then takes the smallest.  hb_config_shared_pack writes them as
+ * HB_CONFIG_NSHARED values followed by their complements, so that one
+ * MPI_MIN reduction yields both minima and maxima; hb_config_shared_apply
+ * stores the minima and describes each setting that differed to note(). */
+#define HB_CONFIG_NSHARED 6
+void hb_config_shared_pack(const struct hb_config *cfg, uint64_t v[2 * HB_CONFIG_NSHARED]);
+int hb_config_shared_apply(struct hb_config *cfg, const uint64_t min[2 * HB_CONFIG_NSHARED],
+                           void (*note)(const char *line, void *ctx), void *ctx);
+
 #endif

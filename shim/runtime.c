@@ -103,6 +103,22 @@ static int start_tracker(void)
                            &hb_rt.cost);
 }
 
+/* Ranks launched with different environments must still take the same
+ * collective decisions (see hb_config_shared_pack): one reduction over all
+ * ranks, HOTBUF_ENABLE=0 ones included, since a rank that skipped hotbuf's
+ * start-up collectives would leave the others waiting in them. */
+static void agree_config(void)
+{
+    uint64_t mine[2 * HB_CONFIG_NSHARED], min[2 * HB_CONFIG_NSHARED];
+    hb_config_shared_pack(&hb_rt.cfg, mine);
+    if (PMPI_Allreduce(mine, min, 2 * HB_CONFIG_NSHARED, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) !=
+        MPI_SUCCESS) {
+        hb_rt.cfg.enable = 0; /* MPI's errors are fatal by default: not reached in practice */
+        return;
+    }
+    hb_config_shared_apply(&hb_rt.cfg, min, warn_config, NULL);
+}
+
 void hb_runtime_after_init(int provided)
 {
     if (hb_rt.init_done)
@@ -113,6 +129,7 @@ void hb_runtime_after_init(int provided)
     PMPI_Comm_size(MPI_COMM_WORLD, &hb_rt.size);
     hb_rt.thread_level = provided;
     hb_config_load(&hb_rt.cfg, env_lookup, warn_config, NULL);
+    agree_config();
     if (!hb_rt.cfg.enable)
         goto out;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &hb_rt.comm) != MPI_SUCCESS) {

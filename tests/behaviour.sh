@@ -148,9 +148,33 @@ behaviour_mpmd() { # every application context of an MPMD launch runs with hotbu
     fi
 }
 
+behaviour_mixed_env() { # ranks with different settings still agree: no hang, one note
+    local mpi=$1 d=$work/mixed-$1 prog=build/$1/tests/reuse_known; mkdir -p "$d"
+    local l; l=$(launcher "$mpi" 1)
+    timeout 120 $l "$prog" : -n 1 "$prog" >"$d/plain.out" 2>"$d/plain.err"
+    timeout 120 tools/hotbuf-run -- $l env HOTBUF_ENABLE=0 "$prog" : -n 1 "$prog" \
+        >"$d/off.out" 2>"$d/off.err"
+    local rc_off=$?
+    HOTBUF_REPORT_FILE=$d/r timeout 120 tools/hotbuf-run -- $l "$prog" : -n 1 \
+        env HOTBUF_AG_BUFFER=16K "$prog" >"$d/ag.out" 2>"$d/ag.err"
+    local rc_ag=$?
+    if [ $rc_off != 0 ] || [ $rc_ag != 0 ] || ! cmp -s "$d/plain.out" "$d/off.out" ||
+       ! cmp -s "$d/plain.out" "$d/ag.out"; then
+        fail "$mpi/mixed_env" "job broken (exit $rc_off, $rc_ag) or output differs" "$d/off.err"
+    elif [ "$(grep -c '^hotbuf: HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0$' "$d/off.err")" != 1 ] ||
+         grep -q 'hotbuf buffer-reuse report' "$d/off.err"; then
+        fail "$mpi/mixed_env" "expected one note and no report when one rank has HOTBUF_ENABLE=0" "$d/off.err"
+    elif [ "$(grep -c 'HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384' "$d/ag.err")" != 1 ] ||
+         ! grep -q 'HOTBUF_AG_BUFFER=16384' "$d/r.txt"; then
+        fail "$mpi/mixed_env" "expected one note and a report with the agreed HOTBUF_AG_BUFFER" "$d/ag.err"
+    else
+        pass "$mpi/mixed_env"
+    fi
+}
+
 for mpi in openmpi mpich; do
     for b in invalid_config enable_off default_report unwritable_report abort no_finalize \
-             callsite_depth mpmd; do
+             callsite_depth mpmd mixed_env; do
         selected "$mpi/$b" && behaviour_$b $mpi
     done
 done

@@ -8,6 +8,7 @@
 #define HOTBUF_TEST_CHECK_H
 
 #include <stdio.h>
+#include <string.h>
 
 static int check_failures;
 
@@ -27,6 +28,16 @@ static int check_failures;
         if (a_ != b_) {                                                    \
             fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu != %llu)\n", \
                     __FILE__, __LINE__, #a, #b, a_, b_);                   \
+            check_failures++;                                              \
+        }                                                                  \
+    } while (0)
+
+#define CHECK_STR(a, b)                                                    \
+    do {                                                                   \
+        const char *a_ = (a), *b_ = (b);                                   \
+        if (strcmp(a_, b_)) {                                              \
+            fprintf(stderr, "%s:%d: CHECK failed: \"%s\" == \"%s\"\n",       \
+                    __FILE__, __LINE__, a_, b_);                           \
             check_failures++;                                              \
         }                                                                  \
     } while (0)

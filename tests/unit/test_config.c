@@ -606,6 +606,44 @@ static void test_has_token(void)
     CHECK(has_token("HOTBUF_X (default 1).", "1"));
 }
 
+/* Two ranks with different environments: the reduction MPI would do
+ * (element-wise minimum) gives both the smallest value of each shared
+ * setting, and each difference is described once. */
+static void test_shared(void)
+{
+    struct hb_config a, b;
+    struct warnings w;
+    uint64_t va[2 * HB_CONFIG_NSHARED], vb[2 * HB_CONFIG_NSHARED], min[2 * HB_CONFIG_NSHARED];
+    env_clear();
+    load(&a, &w);
+    env_set("HOTBUF_ENABLE", "0");
+    env_set("HOTBUF_AG_BUFFER", "16K");
+    env_set("HOTBUF_AG_RING", "1M"); /* larger than a's: a's 64K wins */
+    load(&b, &w);
+    hb_config_shared_pack(&a, va);
+    hb_config_shared_pack(&b, vb);
+    for (int i = 0; i < 2 * HB_CONFIG_NSHARED; i++)
+        min[i] = va[i] < vb[i] ? va[i] : vb[i];
+    memset(&w, 0, sizeof(w));
+    CHECK_EQ_U64(hb_config_shared_apply(&a, min, collect_warn, &w), 3);
+    CHECK(a.enable == 0);
+    CHECK_EQ_U64(a.ag_buffer, 16384);
+    CHECK_EQ_U64(a.ag_ring, 65536);
+    CHECK_EQ_U64(a.ag_zcopy, 8192);
+    CHECK(a.intranode == 0 && a.allgather == 1);
+    CHECK_EQ_U64(w.n, 3);
+    CHECK_STR(w.line[0], "HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0");
+    CHECK_STR(w.line[1], "HOTBUF_AG_RING differs between ranks (65536..1048576); all ranks use 65536");
+    CHECK_STR(w.line[2], "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384");
+    /* the same everywhere: nothing said, nothing changed */
+    hb_config_shared_pack(&b, vb);
+    memset(&w, 0, sizeof(w));
+    CHECK_EQ_U64(hb_config_shared_apply(&b, vb, collect_warn, &w), 0);
+    CHECK_EQ_U64(w.n, 0);
+    CHECK_EQ_U64(b.ag_ring, 1048576);
+    env_clear();
+}
+
 int main(void)
 {
     test_defaults();
@@ -614,5 +652,6 @@ int main(void)
     test_round_trip();
     test_has_token();
     test_readme();
+    test_shared();
     return CHECK_DONE();
 }
