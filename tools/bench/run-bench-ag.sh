@@ -7,8 +7,8 @@
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
 # Knobs: BENCH_ROUNDS (4), BENCH_AG_MIN (4), BENCH_AG_MAX (1048576),
-# BENCH_AG_RANKS ("4 8").  8 ranks up to 1 MiB take about an hour of
-# emulated time; BENCH_AG_MIN/MAX split the run.
+# BENCH_AG_RANKS ("4 8").  The whole run takes about 6 minutes on an idle
+# host, far longer when other guests share its CPUs; BENCH_AG_MIN/MAX split it.
 # The guest has 2 CPUs: 4 and 8 ranks are oversubscribed, which weighs on
 # both variants (MPI yields when oversubscribed; so does hotbuf).
 # Timings are emulated (TCG): compare the columns, not absolute values.
