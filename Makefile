@@ -27,15 +27,22 @@ CFLAGS_COMMON := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC \
 LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 
 # MPI-free parts: also linked into the unit tests and the table benchmark.
-CORE_SRC := shim/config.c shim/reuse_table.c shim/costmodel.c shim/callsite.c \
-            shim/symbolize.c shim/tracker.c shim/calibrate.c shim/regcost.c \
-            shim/report_local.c shim/report_merge.c shim/report_render.c
-MPI_SRC  := shim/runtime.c shim/track_mpi.c shim/persist.c shim/report_mpi.c shim/rdma_setup.c \
-            shim/rma_win.c shim/rma_epoch.c shim/rma_route.c \
-            shim/allgather.c shim/allgather_comm.c shim/allgather_algo.c \
+# Layers, lowest first (tests/check_layers.sh enforces the order):
+#   shim/util, shim/transport, regcache   MPI-free leaves
+#   shim/config, shim/track               MPI-free model: settings, reuse table, cost model
+#   shim/report, shim/rdma                report pipeline; RDMA bring-up
+#   shim/core                             runtime, subsystem list, progress
+#   shim/rma, shim/coll, shim/persist     subsystems (never use each other)
+#   pmpi                                  the bindings
+CORE_SRC := $(wildcard shim/util/*.c) shim/config/config.c \
+            $(wildcard shim/track/*.c) \
+            shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c
+MPI_SRC  := $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
+            $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c
-HEADERS  := $(wildcard shim/*.h shim/*.def shim/transport/*.h pmpi/*.h pmpi/*.def regcache/*.h)
+HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h pmpi/*.def regcache/*.h)
+INCLUDES := -I. -Ishim
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
 
@@ -48,7 +55,7 @@ all-mpi:
 
 $(BUILD)/obj/%.o: %.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
-	$(MPICC) $(CFLAGS_COMMON) $(CFLAGS) -c $< -o $@
+	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	$(MPICC) -shared -O2 -flto=auto -o $@ $^ $(LIBS) -Wl,-z,defs
@@ -60,7 +67,7 @@ UNIT_LIBSRC := $(CORE_SRC) $(wildcard regcache/*.c)
 
 build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) $(wildcard tests/unit/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Ishim -Iregcache -DHB_SOURCE_DIR='"$(CURDIR)"' \
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -Itests/unit -DHB_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ $< $(UNIT_LIBSRC) $(LIBS)
 
 MPI_TEST_C   := $(wildcard tests/mpi/*.c)
@@ -88,7 +95,7 @@ $(BUILD)/tools/%: tools/bench/%.c
 
 build/tools/bench-table: tools/bench/bench-table.c $(CORE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Ishim -o $@ $< $(CORE_SRC) $(LIBS)
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(CORE_SRC) $(LIBS)
 
 .PHONY: mpi-tests unit-tests tools
 mpi-tests: $(LIB) $(MPI_TEST_BIN) $(TOOLS_BIN)
@@ -108,24 +115,24 @@ test: deps
 REGCACHE_SRC := $(wildcard regcache/*.c)
 build/rdma/regcache_verbs_test: tests/rdma/regcache_verbs_test.c $(REGCACHE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
 build/tools/bench-regcache: tools/bench/bench-regcache.c $(REGCACHE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
 build/rdma/integrity_test: tests/rdma/integrity_test.c $(REGCACHE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Iregcache -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
 TRANSPORT_SRC := $(wildcard shim/transport/*.c)
 build/rdma/transport_test: tests/rdma/transport_test.c $(TRANSPORT_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Ishim/transport -o $@ $< $(TRANSPORT_SRC) -libverbs
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(TRANSPORT_SRC) -libverbs
 
 build/rdma/rdma_lat: tools/bench/rdma_lat.c $(TRANSPORT_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
-	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default -Ishim/transport -o $@ $< $(TRANSPORT_SRC) -libverbs
+	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(TRANSPORT_SRC) -libverbs
 
 .PHONY: rdma-tests bench-rdma
 rdma-tests: build/rdma/regcache_verbs_test build/rdma/integrity_test build/rdma/transport_test \

@@ -3,10 +3,10 @@
 
 #include "mpi_library.h"
 
-#include "../shim/allgather.h"
-#include "../shim/rma.h"
-#include "../shim/runtime.h"
-#include "../shim/track_mpi.h"
+#include "coll/allgather.h"
+#include "rma/rma.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 
 #define HB_CALLER __builtin_return_address(0)
 #define HB_EXPORT __attribute__((visibility("default")))

@@ -15,8 +15,8 @@
 
 #include "mpi_library.h"
 
-#include "../shim/runtime.h"
-#include "../shim/track_mpi.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 
 #define HB_CALLER __builtin_return_address(0)
 #define HB_EXPORT __attribute__((visibility("default")))

@@ -29,9 +29,9 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "memmon.h"
-#include "regcache.h"
-#include "regcache_verbs.h"
+#include "regcache/memmon.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 
 #define MSG 4096
 

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "regcache.h"
-#include "regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 
 static int failures;
 

@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "transport.h"
+#include "transport/transport.h"
 
 #define MIB (1024 * 1024)
 

@@ -4,7 +4,7 @@
 
 #include <string.h>
 
-#include "costmodel.h"
+#include "track/costmodel.h"
 
 /* A hand-set cost model: C = 100 ns per KiB, V = 20 ns, R = 10 us + 0.25 us
  * per page, so every expected threshold can be computed by hand. */

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "config.h"
+#include "config/config.h"
 
 /* ---- injectable environment and warning sink ---------------------------- */
 

@@ -8,7 +8,7 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "costmodel.h"
+#include "track/costmodel.h"
 
 static int close_to(double a, double b)
 {

@@ -38,7 +38,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../regcache/memmon.h"
+#include "regcache/memmon.h"
 #include "check.h"
 
 #ifndef MAP_FIXED_NOREPLACE

@@ -24,8 +24,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../../regcache/memmon.h"
-#include "../../regcache/regcache.h"
+#include "regcache/memmon.h"
+#include "regcache/regcache.h"
 #include "check.h"
 
 #ifndef MAP_FIXED_NOREPLACE

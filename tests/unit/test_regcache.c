@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../regcache/regcache.h"
+#include "regcache/regcache.h"
 #include "check.h"
 
 static uintptr_t PG; /* page size, set in main */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../regcache/interval_tree.h"
-#include "../../regcache/inval_queue.h"
+#include "regcache/interval_tree.h"
+#include "regcache/inval_queue.h"
 #include "check.h"
 
 /* xorshift64*: deterministic, seedable, no global state in the library. */

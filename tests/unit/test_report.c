@@ -10,9 +10,9 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "report.h"
-#include "report_local.h"
-#include "tracker.h"
+#include "report/report.h"
+#include "report/report_local.h"
+#include "track/tracker.h"
 
 static int close_to(double a, double b)
 {

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "check.h"
-#include "ops.h"
-#include "reuse_table.h"
+#include "track/ops.h"
+#include "track/reuse_table.h"
 
 #define BASE 0x7f3a12340000ull /* a typical heap/mmap address, 64 KiB aligned */
 

@@ -7,7 +7,7 @@
 
 #include "check.h"
 #include "fixtures.h"
-#include "tracker.h"
+#include "track/tracker.h"
 
 #define SITE_A ((void *)0x1000)
 #define SITE_B ((void *)0x2000)

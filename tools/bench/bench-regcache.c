@@ -9,8 +9,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "regcache.h"
-#include "regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 
 static double now_ns(void)
 {

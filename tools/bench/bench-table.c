@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "reuse_table.h"
+#include "track/reuse_table.h"
 
 static double now_ns(void)
 {

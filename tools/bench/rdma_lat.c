@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "transport.h"
+#include "transport/transport.h"
 
 #define MAXSZ (64 * 1024)
 #define WARM 20

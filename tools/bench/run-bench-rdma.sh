@@ -25,7 +25,7 @@ bin=build/rdma/rdma_lat
 if [ "${RXEVM:-0}" != 1 ]; then
     if [ ! -x $bin ] || [ -n "$(find tools/bench/rdma_lat.c shim/transport -newer $bin 2>/dev/null)" ]; then
         mkdir -p build/rdma
-        mpicc.openmpi -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -Ishim/transport \
+        mpicc.openmpi -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -I. -Ishim \
             -o $bin tools/bench/rdma_lat.c shim/transport/*.c -libverbs || exit 1
     fi
     exec timeout 1500 scripts/rxe-vm.sh tools/bench/run-bench-rdma.sh

@@ -6,8 +6,8 @@
 #include <string.h>
 #include <uthash.h>
 
-#include "runtime.h"
-#include "track_mpi.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 
 struct persist_req {
     uint64_t key;          /* the MPI_Request handle's bits */

@@ -1,12 +1,12 @@
-/* RDMA bring-up and tear-down (see rdma_setup.h). */
-#include "rdma_setup.h"
+/* RDMA bring-up and tear-down (see rdma.h). */
+#include "rdma.h"
 
 #include <stdio.h>
 #include <string.h>
 
-#include "../regcache/memmon.h"
-#include "../regcache/regcache.h"
-#include "../regcache/regcache_verbs.h"
+#include "regcache/memmon.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
 
 void hb_rdma_prepare_fork(struct hb_rdma *r)

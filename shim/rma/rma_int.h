@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#include "report.h"
+#include "report/report.h"
 #include "transport/transport.h"
 
 struct hb_region;

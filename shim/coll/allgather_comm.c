@@ -9,11 +9,11 @@
 
 #include <infiniband/verbs.h>
 
-#include "../regcache/regcache.h"
-#include "../regcache/regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "allgather.h"
 #include "allgather_int.h"
-#include "runtime.h"
+#include "core/runtime.h"
 #include "transport/transport.h"
 
 static int keyval = MPI_KEYVAL_INVALID;

@@ -1,9 +1,9 @@
-/* Gathers the report on rank 0 and writes it (see report_mpi.h).  Each rank
+/* Gathers the report on rank 0 and writes it (see report_gather.h).  Each rank
  * sends one fixed-size summary and at most HOTBUF_REPORT_SITES site
  * records, so rank 0 receives a bounded amount per rank. */
-#include "report_mpi.h"
-#include "allgather.h"
-#include "rma.h"
+#include "report_gather.h"
+#include "coll/allgather.h"
+#include "rma/rma.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +11,7 @@
 
 #include "report.h"
 #include "report_local.h"
-#include "runtime.h"
+#include "core/runtime.h"
 
 static const char *thread_level_name(int level)
 {

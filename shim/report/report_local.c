@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "symbolize.h"
+#include "track/symbolize.h"
 
 struct size_use {
     uint8_t op;

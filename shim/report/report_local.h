@@ -3,7 +3,7 @@
 #define HOTBUF_REPORT_LOCAL_H
 
 #include "report.h"
-#include "tracker.h"
+#include "track/tracker.h"
 
 /* Fills *rs and *out_sites (malloc'ed, rs->nsites records: this rank's
  * busiest max_sites call sites, symbolized).  Returns 0 or -1. */

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "allgather_int.h"
-#include "runtime.h"
-#include "track_mpi.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 
 struct hb_ag_summary hb_ag_stats;
 static int ag_on; /* agreed by every rank at start */

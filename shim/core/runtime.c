@@ -9,10 +9,10 @@
 #include <sched.h>
 #include <unistd.h>
 
-#include "calibrate.h"
-#include "report_mpi.h"
-#include "allgather.h"
-#include "rma.h"
+#include "track/calibrate.h"
+#include "report/report_gather.h"
+#include "coll/allgather.h"
+#include "rma/rma.h"
 #include "track_mpi.h"
 
 struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};

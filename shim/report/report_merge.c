@@ -6,7 +6,7 @@
 
 #include "report.h"
 #include "report_local.h"
-#include "reuse_table.h"
+#include "track/reuse_table.h"
 
 double hb_reuse_pct(const struct hb_class_summary *c)
 {

@@ -10,11 +10,11 @@
 #include <mpi.h>
 #include <stdatomic.h>
 
-#include "config.h"
-#include "costmodel.h"
-#include "rdma_setup.h"
-#include "report.h"
-#include "tracker.h"
+#include "config/config.h"
+#include "track/costmodel.h"
+#include "rdma/rdma.h"
+#include "report/report.h"
+#include "track/tracker.h"
 
 struct hb_runtime {
     int tracking;          /* wrappers record calls (set after init, cleared at finalize):

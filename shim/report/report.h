@@ -2,7 +2,7 @@
  *
  * Pipeline, one file a step:
  *   report_local.c   tracker of this rank -> hb_rank_summary + site summaries
- *   report_mpi.c     gathers fixed-size records on rank 0 (PMPI, bounded per rank)
+ *   report_gather.c  gathers fixed-size records on rank 0 (PMPI, bounded per rank)
  *   report_merge.c   N rank summaries -> hb_report (pure, unit-tested)
  *   report_render.c  hb_report -> text and JSON (pure)
  * The records are plain data sent as MPI_BYTE: every rank runs the same
@@ -14,9 +14,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "config.h"
-#include "costmodel.h"
-#include "ops.h"
+#include "config/config.h"
+#include "track/costmodel.h"
+#include "track/ops.h"
 
 #define HB_TOP_SIZES 4
 #define HB_TOP_BUFFERS 16

@@ -15,8 +15,8 @@
 #include <mpi.h>
 #include <stdint.h>
 
-#include "config.h"
-#include "report.h"
+#include "config/config.h"
+#include "report/report.h"
 
 struct hb_transport;
 struct hb_regcache;

@@ -31,11 +31,11 @@
 
 #include <infiniband/verbs.h>
 
-#include "../regcache/regcache.h"
-#include "../regcache/regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "allgather_int.h"
-#include "runtime.h"
-#include "track_mpi.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 #include "transport/transport.h"
 
 struct ag_call {

@@ -27,10 +27,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../regcache/regcache.h"
+#include "regcache/regcache.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "runtime.h"
+#include "core/runtime.h"
 
 /* The peer failed before the operation was known complete: do it again on
  * PMPI, still inside the epoch (the closing PMPI call completes it). */

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "config.h"
+#include "config/config.h"
 #include "costmodel.h"
 
 /* Fills *cm.  why_default receives, when R falls back to its default, the

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report.h"
+#include "report/report.h"
 
 struct ibv_mr;
 

@@ -24,7 +24,7 @@
 
 #include <mpi.h>
 
-#include "report.h"
+#include "report/report.h"
 
 /* Collective over hotbuf's communicator after the transport started. */
 void hb_ag_start(void);

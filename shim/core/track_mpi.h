@@ -6,9 +6,9 @@
 #include <mpi.h>
 #include <string.h>
 
-#include "ops.h"
+#include "track/ops.h"
 #include "runtime.h"
-#include "tracker.h"
+#include "track/tracker.h"
 
 /* Caches the predefined datatypes' extents; called once after MPI_Init. */
 void hb_datatypes_init(void);

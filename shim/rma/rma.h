@@ -31,7 +31,7 @@
 
 #include <mpi.h>
 
-#include "report.h"
+#include "report/report.h"
 
 /* Collective over hotbuf's communicator after the transport started:
  * agrees on whether rerouting is on (every rank must take the same window

@@ -6,11 +6,11 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
-#include "../regcache/regcache.h"
-#include "../regcache/regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "runtime.h"
+#include "core/runtime.h"
 
 struct hb_rma hb_rma;
 

@@ -5,12 +5,12 @@
 
 #include <infiniband/verbs.h>
 
-#include "../regcache/regcache.h"
-#include "../regcache/regcache_verbs.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "runtime.h"
-#include "track_mpi.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 
 /* One operation as the wrappers pass it. */
 struct rma_call {
