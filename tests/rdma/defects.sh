@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Correct MPI programs that an earlier hotbuf broke (issue 11), in the
+# soft-RoCE guest (run by run-in-guest.sh).  Each runs without hotbuf and
+# with it, rerouting on (HOTBUF_INTRANODE=1: MPI on shared memory, hotbuf
+# on rxe0; HOTBUF_THRESHOLD=2); exit status and output must be identical.
+#   win_madvise    a target's madvise(DONTNEED) of its own window
+#   mremap_whole   mremap of a whole mapping hotbuf registered a part of
+#   self_pending   a receive pending on MPI_COMM_SELF during an Allgather
+#                  with non-contiguous types
+#   many_windows   1200 windows alive at once (context ids)
+#   ag_unregistrable  an Allgather receive buffer one rank cannot register
+#                  (.data, MAP_HUGETLB, MAP_PRIVATE file, over the cap)
+#   spawn_merge    MPI_Comm_spawn + MPI_Intercomm_merge: two worlds
+# Prints PASS/FAIL lines.  DEFECTS_FILTER=regex runs a subset.
+set -u
+cd "$(dirname "$0")/../.."
+# hugetlb pages for ag_unregistrable (the guest is root; none by default)
+echo 16 >/proc/sys/vm/nr_hugepages 2>/dev/null
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm
+work=${KEEP:-$(mktemp -d /tmp/defects.XXXXXX)}
+mkdir -p "$work"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -20; }
+
+# pair FLAVOUR PROGRAM [ARGS...]: plain and hotbuf, same status and output
+pair() {
+    local mpi=$1 prog=$2; shift 2
+    local name=$mpi/$prog${1:+/$1}
+    [[ $name =~ ${DEFECTS_FILTER:-.} ]] || return 0
+    local l="mpiexec.$mpi -n ${NP:-2}" d=$work/${mpi}_$prog${1:+_$1}
+    timeout 300 $l build/$mpi/tests/$prog "$@" >"$d.plain" 2>"$d.plain.err"
+    local prc=$?
+    HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$d \
+        timeout 300 tools/hotbuf-run -- $l build/$mpi/tests/$prog "$@" >"$d.hb" 2>"$d.hb.err"
+    local rc=$?
+    if [ $prc != 0 ] || [ ! -s "$d.plain" ]; then
+        fail "defects/$name" "the program fails without hotbuf (exit $prc)" "$d.plain.err"
+    elif [ $rc != 0 ] || ! cmp -s "$d.plain" "$d.hb"; then
+        { echo "plain:"; cat "$d.plain"; echo "hotbuf (exit $rc):"; cat "$d.hb"; tail -5 "$d.hb.err"; } >"$d.diff"
+        fail "defects/$name" "differs from plain MPI" "$d.diff"
+    else
+        pass "defects/$name"
+    fi
+}
+
+for mpi in openmpi mpich; do
+    pair $mpi win_madvise
+    pair $mpi mremap_whole
+    pair $mpi self_pending
+    [ $mpi = mpich ] && pair $mpi many_windows 1200 # MPICH has 2048 context ids
+    for mode in data hugetlb filemap; do pair $mpi ag_unregistrable $mode; done
+    HOTBUF_REGCACHE_MAX_BYTES=256K pair $mpi ag_unregistrable cap
+done
+# one process per job: the parent spawns one child
+for mpi in openmpi mpich; do
+    NP=1 pair $mpi spawn_merge
+done
