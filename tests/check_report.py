@@ -92,6 +92,92 @@ def check_reuse_known(r, n, text):
             expect_true(f"text report mentions {needle!r}", needle in text)
 
 
+# ---- sizes_known: the program's calls replayed with hotbuf's documented rules --
+
+SK_MODEL = {"threshold": 100, "min": 128, "eager": 8192,
+            "copy_ns_per_kb": 100.0, "reg_base_us": 10.0, "reg_page_us": 0.25}
+
+
+def sk_netpipe_sizes():
+    """tests/mpi/sizes_known.c netpipe_sizes()."""
+    out, last, p = [], 0, 1
+    while len(out) < 82 and p <= 96 * 1024:
+        for c in (p - 3, p, p + 3, p + p // 4, p + p // 2, p + 3 * p // 4):
+            if c > last and len(out) < 82:
+                out.append(c)
+                last = c
+        p *= 2
+    return out
+
+
+def sk_calls(n):
+    """One rank's calls in order: (class, buffer, size)."""
+    calls = [("send", "A", 1024)] * 600 + [("send", "A", 32768)] * 1000
+    for i, size in enumerate(sk_netpipe_sizes()):
+        calls += [("send", "B", size)] * (i + 1)
+    calls += [("put", "P", 1024)] * 150 + [("put", "P", 16384)] * 100
+    calls += [("put", "P", 2048)] * 50
+    for j in range(16, 1, -1):
+        calls += [("allgather", "G", (1 << j) * n)] * (j + 1)
+    return calls
+
+
+def sk_replay(n):
+    """Per class: calls per size, hot calls, hot buffers, saving (ns).  A
+    call is hot when its size is in [min, eager] and its buffer's uses,
+    this call included, reach the threshold; a hot call larger than the
+    buffer's registration (re)registers it, charged R at that size."""
+    m, out, uses, reg = SK_MODEL, {}, {}, {}
+    for op, buf, size in sk_calls(n):
+        c = out.setdefault(op, {"sizes": {}, "hot": 0, "hot_buffers": set(), "saving": 0.0})
+        c["sizes"][size] = c["sizes"].get(size, 0) + 1
+        uses[buf] = uses.get(buf, 0) + 1
+        if not (m["min"] <= size <= m["eager"] and uses[buf] >= m["threshold"]):
+            continue
+        c["hot"] += 1
+        c["hot_buffers"].add(buf)
+        c["saving"] += size / 1024 * m["copy_ns_per_kb"]
+        if size > reg.get(buf, 0):
+            reg[buf] = size
+            c["saving"] -= (m["reg_base_us"] + m["reg_page_us"] * -(-size // 4096)) * 1000
+    return out
+
+
+def check_sizes_known(r, n, text):
+    """tests/mpi/sizes_known.c with HOTBUF_THRESHOLD=100 and a fixed cost
+    model (SK_MODEL): every call counted at its own size, hot per call."""
+    expect("ranks", r["ranks"], n)
+    for op, want in sk_replay(n).items():
+        c = r["classes"][op]
+        ranked = sorted(want["sizes"].items(), key=lambda kv: (-kv[1], kv[0]))
+        top = [{"size": s, "calls": k * n} for s, k in ranked[:4]]
+        expect(f"{op} calls", c["calls"], n * sum(want["sizes"].values()))
+        expect(f"{op} top sizes", c["top_sizes"], top)
+        expect(f"{op} most frequent size", c["most_frequent_size"],
+               {"min": ranked[0][0], "max": ranked[0][0], "avg": float(ranked[0][0])})
+        expect(f"{op} distinct sizes", c.get("distinct_sizes"), len(ranked))
+        expect(f"{op} calls at sizes not itemized", c.get("other_size_calls"), 0)
+        expect(f"{op} hot calls", c["hot_calls"], n * want["hot"])
+        expect(f"{op} hot buffers", c["hot_buffers"], n * len(want["hot_buffers"]))
+        expect(f"{op} estimated saving (us)", round(c["estimated_saving_us"], 3),
+               round(n * want["saving"] / 1000, 3))
+        expect(f"{op} rerouted (no RDMA on the host)", c["rerouted_calls"], 0)
+    a = site(r, "send", "sizes_known.c:55")
+    if a:
+        expect("site A calls", a["calls"], 1600 * n)
+        expect("site A hot calls", a["hot_calls"], 501 * n)
+        expect_true("site A's buffer: largest size 32 KiB, 1600 uses, 501 hot",
+                    all(b["size"] == 32768 and b["uses"] == 1600 and b["hot_uses"] == 501
+                        for b in a["top_buffers"]))
+    b = site(r, "send", "sizes_known.c:68")
+    if b:
+        expect("site B calls", b["calls"], n * 82 * 83 // 2)
+    if text:
+        # NetPIPE's sweep also passes 1 KiB and 32 KiB: 1075 and 645 calls a rank
+        want = f"send sizes (82 distinct): 32 KiB x{1075 * n}, 1 KiB x{645 * n}, 65539 B x{82 * n}"
+        expect_true(f"text lists {want!r}", want in text)
+
+
 def check_fortran(r, n, text):
     """tests/mpi/fortran_send.f90: 100 sends of one 2 KiB buffer, 1 allgather."""
     s = r["classes"]["send"]
@@ -147,7 +233,7 @@ def check_any(r, n, text):
     expect_true("some calls", sum(c["calls"] for c in r["classes"].values()) > 0)
 
 
-CHECKS = {"reuse_known": check_reuse_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
+CHECKS = {"reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
           "adapted": check_adapted, "full": check_full, "any": check_any}
 
 

@@ -99,6 +99,11 @@ for mpi in openmpi mpich; do
         run_pair "$mpi/np$n/fortran_f08" $mpi $n f08 fortran_f08
     done
     run_pair "$mpi/np2/thread_multiple" $mpi 2 threads thread_multiple
+    # Every call at its own size, hot per call size; a fixed cost model so
+    # the saving is exact (tests/check_report.py SK_MODEL).
+    HOTBUF_THRESHOLD=100 HOTBUF_COPY_NS_PER_KB=100 HOTBUF_LOOKUP_NS=20 \
+        HOTBUF_REG_BASE_US=10 HOTBUF_REG_PAGE_US=0.25 \
+        run_pair "$mpi/np2/sizes_known" $mpi 2 sizes_known sizes_known
     HOTBUF_HASH_BITS=10 run_pair "$mpi/np2/many_buffers_adapt" $mpi 2 adapted many_buffers
     HOTBUF_ADAPT=0 HOTBUF_TABLE_MAX_ENTRIES=1000 \
         run_pair "$mpi/np2/many_buffers_full" $mpi 2 full many_buffers

@@ -29,7 +29,9 @@ struct hb_class_summary {
     uint64_t rerouted_calls;  /* moved by hotbuf's own RDMA instead of MPI */
     uint64_t buffers, hot_buffers, max_reuse;
     uint64_t top_size[HB_TOP_SIZES], top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
-    double saving_ns;       /* sum over hot buffers of hot_uses*C - R */
+    uint64_t distinct_sizes;   /* counted exactly (merged: the most on a rank) */
+    uint64_t other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
+    double saving_ns;       /* hot calls x C(own size) - R per registration */
     double lookup_ns;       /* tracked calls x V: what tracking itself costs */
 };
 

@@ -9,20 +9,13 @@
 
 #include "track/symbolize.h"
 
-struct size_use {
-    uint8_t op;
-    uint32_t size;
-    uint64_t uses;
-};
-
 struct walk {
-    const struct hb_costmodel *cm;
+    const struct hb_tracker *t;
     struct hb_rank_summary *rs;
     struct hb_site_summary *site_agg; /* indexed by site id */
     size_t max_buffers;
     int rank;
-    struct size_use *sizes;
-    size_t nsizes;
+    struct hb_size_hist *sizes;       /* [HB_OP_COUNT]: closed runs + open ones */
 };
 
 void hb_top_buffers_insert(struct hb_site_buffer *top, uint32_t *n, size_t cap,
@@ -42,62 +35,43 @@ void hb_top_buffers_insert(struct hb_site_buffer *top, uint32_t *n, size_t cap,
     top[i] = *b;
 }
 
+/* Each buffer's open run (the calls since its size last changed) is added
+ * here to what the tracker counted when runs closed, so every call is
+ * counted at its own size and priced as the tracker prices closed runs. */
 static void visit_entry(const struct hb_entry *e, void *arg)
 {
     struct walk *w = arg;
     struct hb_class_summary *c = &w->rs->cls[e->op];
     struct hb_site_summary *s = &w->site_agg[e->site];
-    double saving = e->hot ? hb_cost_saving_ns(w->cm, e->size, e->hot_uses) : 0;
+    struct hb_run run;
+    hb_tracker_open_run(w->t, e, &run);
+    hb_size_hist_add(&w->sizes[e->op], run.size, run.calls);
 
     c->buffers++;
     c->hot_buffers += e->hot;
-    c->saving_ns += saving;
+    c->saving_ns += run.copy_ns;
     if (e->uses > c->max_reuse)
         c->max_reuse = e->uses;
     s->buffers++;
     s->hot_buffers += e->hot;
-    s->saving_ns += saving;
+    s->saving_ns += run.copy_ns;
     if (e->uses > s->max_reuse)
         s->max_reuse = e->uses;
     struct hb_site_buffer b = {
-        .addr = e->key & ((1ull << 56) - 1), .size = e->size, .uses = e->uses,
-        .hot_uses = e->hot_uses, .rank = w->rank, .hot = e->hot,
+        .addr = e->key & ((1ull << 56) - 1), .size = e->max_size, .uses = e->uses,
+        .hot_uses = e->hot_uses + run.hot, .rank = w->rank, .hot = e->hot,
     };
     hb_top_buffers_insert(s->top, &s->ntop, w->max_buffers, &b);
-    w->sizes[w->nsizes++] = (struct size_use){e->op, e->size, e->uses};
 }
 
-static int cmp_size_use(const void *a, const void *b)
-{
-    const struct size_use *x = a, *y = b;
-    if (x->op != y->op)
-        return x->op < y->op ? -1 : 1;
-    return x->size < y->size ? -1 : x->size > y->size;
-}
-
-/* Most frequent sizes per class, weighted by calls. */
+/* Most frequent sizes per class, each call at its own size. */
 static void top_sizes(struct walk *w)
 {
-    qsort(w->sizes, w->nsizes, sizeof(*w->sizes), cmp_size_use);
-    for (size_t i = 0; i < w->nsizes;) {
-        size_t j = i;
-        uint64_t calls = 0;
-        for (; j < w->nsizes && w->sizes[j].op == w->sizes[i].op &&
-               w->sizes[j].size == w->sizes[i].size; j++)
-            calls += w->sizes[j].uses;
-        struct hb_class_summary *c = &w->rs->cls[w->sizes[i].op];
-        for (int k = 0; k < HB_TOP_SIZES; k++) {
-            if (calls <= c->top_size_calls[k])
-                continue;
-            memmove(&c->top_size[k + 1], &c->top_size[k],
-                    (HB_TOP_SIZES - k - 1) * sizeof(uint64_t));
-            memmove(&c->top_size_calls[k + 1], &c->top_size_calls[k],
-                    (HB_TOP_SIZES - k - 1) * sizeof(uint64_t));
-            c->top_size[k] = w->sizes[i].size;
-            c->top_size_calls[k] = calls;
-            break;
-        }
-        i = j;
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        struct hb_class_summary *c = &w->rs->cls[op];
+        hb_size_hist_top(&w->sizes[op], c->top_size, c->top_size_calls, HB_TOP_SIZES);
+        c->distinct_sizes = w->sizes[op].distinct;
+        c->other_size_calls = w->sizes[op].other_calls;
     }
 }
 
@@ -116,6 +90,7 @@ static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel 
         c->proc_null_calls = s->proc_null_calls;
         c->rerouted_calls = s->rerouted_calls;
         c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) * cm->lookup_ns;
+        c->saving_ns = t->saving_ns[op]; /* closed runs; visit_entry adds open ones */
     }
     rs->table_entries = t->table.entries;
     rs->table_hot = t->table.hot_entries;
@@ -166,6 +141,7 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
         a->untracked_calls = s->untracked_calls;
         a->empty_calls = s->empty_calls;
         a->rerouted_calls = s->rerouted_calls;
+        a->saving_ns += s->saving_ns; /* open runs were added by visit_entry */
         if (ids[i] == HB_SITE_OTHER)
             snprintf(a->name, HB_NAME_LEN, "<other call sites>");
         else
@@ -185,16 +161,17 @@ int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, i
     memset(rs, 0, sizeof(*rs));
     *out_sites = NULL;
     copy_counters(t, cm, rs);
-    struct walk w = {.cm = cm, .rs = rs, .rank = rank,
+    struct walk w = {.t = t, .rs = rs, .rank = rank,
                      .max_buffers = max_buffers > HB_TOP_BUFFERS ? HB_TOP_BUFFERS : max_buffers};
     uint32_t nsites = t->sites.count ? t->sites.count : 1;
     w.site_agg = calloc(nsites, sizeof(*w.site_agg));
-    w.sizes = malloc((t->table.entries + 1) * sizeof(*w.sizes));
+    w.sizes = malloc(sizeof(t->sizes));
     if (!w.site_agg || !w.sizes) {
         free(w.site_agg);
         free(w.sizes);
         return -1;
     }
+    memcpy(w.sizes, t->sizes, sizeof(t->sizes));
     hb_table_foreach(&t->table, visit_entry, &w);
     top_sizes(&w);
     free(w.sizes);

@@ -34,12 +34,16 @@ static void add_counters(struct hb_class_summary *to, const struct hb_class_summ
     to->hot_buffers += c->hot_buffers;
     to->saving_ns += c->saving_ns;
     to->lookup_ns += c->lookup_ns;
+    to->other_size_calls += c->other_size_calls;
+    if (c->distinct_sizes > to->distinct_sizes)
+        to->distinct_sizes = c->distinct_sizes;
     if (c->max_reuse > to->max_reuse)
         to->max_reuse = c->max_reuse;
 }
 
-/* Adds (size, calls) to a top list kept sorted by calls; sizes already in
- * the list accumulate. */
+/* Adds (size, calls) to a top list kept sorted by calls, then size (as
+ * each rank's list is, so equal counts always list the same way); sizes
+ * already in the list accumulate. */
 static void add_top_size(uint64_t *size, uint64_t *calls, int cap, uint64_t s, uint64_t n)
 {
     int i = 0;
@@ -53,7 +57,8 @@ static void add_top_size(uint64_t *size, uint64_t *calls, int cap, uint64_t s, u
     }
     size[i] = s;
     calls[i] += n;
-    for (; i > 0 && calls[i] > calls[i - 1]; i--) {
+    for (; i > 0 && (calls[i] > calls[i - 1] ||
+                     (calls[i] == calls[i - 1] && size[i] < size[i - 1])); i--) {
         uint64_t ts = size[i], tc = calls[i];
         size[i] = size[i - 1], calls[i] = calls[i - 1];
         size[i - 1] = ts, calls[i - 1] = tc;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "track/sizehist.h"
 
 static const char *human_bytes(double v, char *buf, size_t len)
 {
@@ -16,6 +17,19 @@ static const char *human_bytes(double v, char *buf, size_t len)
         snprintf(buf, len, "%.0f B", v);
     else
         snprintf(buf, len, v < 10 ? "%.1f %s" : "%.0f %s", v, units[u]);
+    return buf;
+}
+
+/* A message size, exact: in the largest unit that divides it ("32 KiB"),
+ * else in bytes ("65539 B"), so NetPIPE's 65533, 65536 and 65539 stay
+ * three sizes. */
+static const char *exact_size(uint64_t v, char *buf, size_t len)
+{
+    static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int u = 0;
+    while (v && v % 1024 == 0 && u < 4)
+        v /= 1024, u++;
+    snprintf(buf, len, "%llu %s", (unsigned long long)v, units[u]);
     return buf;
 }
 
@@ -64,11 +78,15 @@ static void text_classes(FILE *out, const struct hb_report *r)
         const struct hb_class_summary *c = &r->cls[op].sum;
         if (!c->top_size_calls[0])
             continue;
-        fprintf(out, "  %s sizes:", hb_op_name(op));
+        fprintf(out, "  %s sizes (%llu distinct):", hb_op_name(op),
+                (unsigned long long)c->distinct_sizes);
         for (int k = 0; k < HB_TOP_SIZES && c->top_size_calls[k]; k++)
             fprintf(out, "%s %s x%llu", k ? "," : "",
-                    human_bytes((double)c->top_size[k], b1, sizeof(b1)),
+                    exact_size(c->top_size[k], b1, sizeof(b1)),
                     (unsigned long long)c->top_size_calls[k]);
+        if (c->other_size_calls)
+            fprintf(out, "; %llu calls at sizes past the first %d distinct (not itemized)",
+                    (unsigned long long)c->other_size_calls, HB_SIZES_EXACT);
         if (c->zero_calls || c->proc_null_calls || c->untracked_calls)
             fprintf(out, "; %llu zero-byte, %llu to MPI_PROC_NULL, %llu untracked",
                     (unsigned long long)c->zero_calls, (unsigned long long)c->proc_null_calls,
@@ -97,7 +115,7 @@ static void text_sites(FILE *out, const struct hb_report *r)
         for (uint32_t k = 0; k < s->ntop; k++)
             fprintf(out, "%s rank %d 0x%llx %s x%llu%s", k ? "," : "      buffers:", s->top[k].rank,
                     (unsigned long long)s->top[k].addr,
-                    human_bytes((double)s->top[k].size, b1, sizeof(b1)),
+                    exact_size(s->top[k].size, b1, sizeof(b1)), /* its largest */
                     (unsigned long long)s->top[k].uses, s->top[k].hot ? " hot" : "");
         if (s->ntop)
             fprintf(out, "\n");
@@ -330,7 +348,9 @@ static void json_class(FILE *out, const struct hb_class_report *c)
     for (int k = 0; k < HB_TOP_SIZES && s->top_size_calls[k]; k++)
         fprintf(out, "%s{\"size\": %llu, \"calls\": %llu}", k ? ", " : "",
                 (unsigned long long)s->top_size[k], (unsigned long long)s->top_size_calls[k]);
-    fprintf(out, "], \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
+    fprintf(out, "], \"distinct_sizes\": %llu, \"other_size_calls\": %llu",
+            (unsigned long long)s->distinct_sizes, (unsigned long long)s->other_size_calls);
+    fprintf(out, ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
             s->saving_ns / 1e3, s->lookup_ns / 1e3);
 }
 

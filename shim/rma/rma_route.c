@@ -173,7 +173,7 @@ static int route(unsigned op, const struct rma_call *c, void *ret)
 {
     uint16_t site;
     struct hb_entry *e = hb_track_entry(op, c->obuf, c->ocount, c->otype, c->target, ret, &site);
-    if (!e || !e->hot || !hb_rma.on)
+    if (!hb_tracker_call_hot(e) || !hb_rma.on) /* this call, at its own size */
         return pmpi_call(c);
     int rc = MPI_SUCCESS, why;
     hb_nested++;

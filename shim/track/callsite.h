@@ -23,6 +23,8 @@ struct hb_site {
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
     uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL */
     uint64_t rerouted_calls;          /* moved by hotbuf's own RDMA */
+    double saving_ns;                 /* of the buffers first used here, closed
+                                         runs and registrations (tracker.h) */
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit

@@ -21,16 +21,23 @@
 
 #define HB_GOLDEN_RATIO_64 0x61C8864680B583EBull
 
+/* A buffer's calls come in runs of calls at one size (a loop sending the
+ * same message): the entry keeps the current run open (size, where it
+ * started, the threshold at that size) and the tracker closes it into the
+ * class's size counts only when the size changes (see tracker.h). */
 struct hb_entry {
     struct hb_entry *next;  /* chain */
     uintptr_t key;          /* address | class << 56 */
-    uint64_t bytes;         /* payload bytes moved through this buffer */
     uint32_t uses;          /* calls on this buffer */
-    uint32_t hot_uses;      /* calls made while it was hot (copies avoided) */
-    uint32_t size;          /* last extent used, bytes (saturates) */
+    uint32_t run_start;     /* uses before the current run at `size` began */
+    uint32_t size;          /* extent of the current run's calls (saturates) */
+    uint32_t thr;           /* uses at which a call at `size` is hot (HB_NEVER: never) */
+    uint32_t hot_uses;      /* hot calls in closed runs (hb_tracker_hot_uses: all) */
+    uint32_t reg_size;      /* largest size a call was hot at (registered extent) */
+    uint32_t max_size;      /* largest extent used */
     uint16_t site;          /* call site that first used it */
     uint8_t op;             /* operation class */
-    uint8_t hot;            /* reached its threshold (would be registered) */
+    uint8_t hot;            /* some call was hot: it would be registered */
 };
 
 enum hb_stop_reason { HB_GROWING = 0, HB_STOP_ADAPTED, HB_STOP_FULL };

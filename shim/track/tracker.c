@@ -16,6 +16,7 @@ int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp, int 
         return -1;
     }
     t->tp = *thp;
+    t->cm = *cm;
     hb_cost_thresholds(cm, thp, t->thr);
     return 0;
 }
@@ -41,4 +42,82 @@ struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key, uint32_t
     if (!e && was_growing) /* the current call is already counted: not before the stop */
         t->calls_when_stopped = hb_tracker_calls(t) - 1;
     return e;
+}
+
+/* Calls of e's current run when its uses stand at `end`, and how many of
+ * them were hot: those whose use number (1-based) reached the threshold. */
+static void run_counts(const struct hb_entry *e, uint64_t end, uint64_t *calls,
+                       uint64_t *hot)
+{
+    uint64_t first = (uint64_t)e->run_start + 1, thr = e->thr;
+    *calls = end - e->run_start;
+    *hot = end >= thr && *calls ? end - (first > thr ? first : thr) + 1 : 0;
+}
+
+static void price_run(const struct hb_tracker *t, const struct hb_entry *e, uint64_t end,
+                      struct hb_run *r)
+{
+    r->size = e->size;
+    run_counts(e, end, &r->calls, &r->hot);
+    r->copy_ns = r->hot ? (double)r->hot * hb_cost_copy_ns(&t->cm, e->size) : 0;
+}
+
+void hb_tracker_open_run(const struct hb_tracker *t, const struct hb_entry *e,
+                         struct hb_run *r)
+{
+    price_run(t, e, e->uses, r);
+}
+
+/* Saving goes to the class and to the site that first used the buffer
+ * (the report lists buffers there). */
+static void add_saving(struct hb_tracker *t, const struct hb_entry *e, double ns)
+{
+    t->saving_ns[e->op] += ns;
+    t->sites.site[e->site].saving_ns += ns;
+}
+
+/* The run ended with the call before this one (e->uses counts this one). */
+static void close_run(struct hb_tracker *t, struct hb_entry *e)
+{
+    struct hb_run r;
+    price_run(t, e, e->uses - 1, &r);
+    if (!r.calls)
+        return;
+    hb_size_hist_add(&t->sizes[e->op], r.size, r.calls);
+    e->hot_uses += (uint32_t)r.hot;
+    if (r.hot)
+        add_saving(t, e, r.copy_ns);
+}
+
+void hb_tracker_resize(struct hb_tracker *t, struct hb_entry *e, uint64_t span)
+{
+    close_run(t, e);
+    e->size = span > UINT32_MAX ? UINT32_MAX : (uint32_t)span;
+    e->run_start = e->uses - 1;
+    e->thr = hb_threshold_for(t->thr, &t->tp, span);
+    if (e->size > e->max_size)
+        e->max_size = e->size;
+    if (e->uses > e->thr) /* hot from its first call; == is left to the caller */
+        hb_tracker_hot_run(t, e);
+}
+
+/* R is charged whenever the registered extent must grow: at the buffer's
+ * first hot call, and at a hot call larger than any hot call before (a
+ * registration of the smaller extent does not cover it).  Smaller hot
+ * calls reuse the registration.  Called once per run, so idempotent. */
+void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e)
+{
+    if (!e->hot)
+        hb_table_mark_hot(&t->table, e);
+    if (e->size <= e->reg_size)
+        return;
+    e->reg_size = e->size;
+    add_saving(t, e, -hb_cost_reg_ns(&t->cm, e->size));
+}
+
+uint32_t hb_tracker_hot_uses(const struct hb_tracker *t, const struct hb_entry *e)
+{
+    struct hb_run r;
+    hb_tracker_open_run(t, e, &r);
+    return e->hot_uses + (uint32_t)r.hot;
 }

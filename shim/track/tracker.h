@@ -9,6 +9,7 @@
 #include "costmodel.h"
 #include "ops.h"
 #include "reuse_table.h"
+#include "sizehist.h"
 
 struct hb_tracker {
     struct hb_table table;
@@ -17,6 +18,12 @@ struct hb_tracker {
     struct hb_threshold_params tp;
     uint32_t thr[HB_SIZE_CLASSES];
     unsigned long long calls_when_stopped;  /* all calls when the table stopped */
+    /* Filled when a buffer's run of same-size calls closes (slow path):
+     * calls per size, and the saving of the hot calls (each at its own
+     * size) minus the registrations.  Open runs are added by the report. */
+    struct hb_size_hist sizes[HB_OP_COUNT];
+    double saving_ns[HB_OP_COUNT];
+    struct hb_costmodel cm;                 /* prices runs and registrations */
 };
 
 /* A buffer as one call uses it: the span [addr, addr+span) (true extent for
@@ -49,8 +56,23 @@ static inline uint16_t hb_tracker_site(struct hb_tracker *t, unsigned op, void *
 /* Slow path of a lookup miss: insert, noting when the table stops. */
 struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key, uint32_t chain);
 
+/* Slow paths of hb_tracker_record, out of line: a call whose size differs
+ * from its buffer's current run (closes the run, prices it), and the first
+ * hot call of a run (marks the buffer hot, charges a registration). */
+void hb_tracker_resize(struct hb_tracker *t, struct hb_entry *e, uint64_t span);
+void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e);
+
 /* Records one call made at site.  Returns the entry when the buffer is
- * tracked, so a later router can look at e->hot. */
+ * tracked, so a router can ask hb_tracker_call_hot(e) about this call.
+ *
+ * Every call counts at its own size, and whether it is hot depends on its
+ * own size: a call is hot when its size is in [min_size,
+ * eager_limit] and the buffer's uses, this one included, reach the
+ * threshold for that size.  Per call that costs one compare of the size
+ * with the buffer's current run and one of the uses with the threshold
+ * cached for that run; counting sizes and pricing the saving happen when
+ * a run ends (hb_tracker_resize), which for the usual loop over one size
+ * is never, and for a size sweep once per size. */
 static inline __attribute__((always_inline)) struct hb_entry *
 hb_tracker_record(struct hb_tracker *t, unsigned op,
                                                  const struct hb_use *u, uint16_t site_id)
@@ -77,17 +99,44 @@ hb_tracker_record(struct hb_tracker *t, unsigned op,
         return NULL;
     }
     e->uses++;
-    e->bytes += u->bytes;
-    e->size = u->span > UINT32_MAX ? UINT32_MAX : (uint32_t)u->span;
-    if (!e->hot && e->uses >= hb_threshold_for(t->thr, &t->tp, u->span))
-        hb_table_mark_hot(&t->table, e);
-    if (e->hot) {
-        e->hot_uses++;
+    /* A new entry has size 0 and every call spans a byte at least, so its
+     * first call opens a run here; spans past 4 GiB never match (saturated
+     * size) and take the slow path every time, still counted exactly. */
+    if (__builtin_expect(u->span != e->size, 0))
+        hb_tracker_resize(t, e, u->span);
+    if (e->uses >= e->thr) {
         cs->hot_calls++;
         site->hot_calls++;
+        if (__builtin_expect(e->uses == e->thr, 0))
+            hb_tracker_hot_run(t, e);
     }
     return e;
 }
+
+/* Whether the call just recorded on e (hb_tracker_record's result, NULL:
+ * untracked) is hot.  Routers move exactly these calls, so what is
+ * rerouted, what the report counts as hot and what the saving prices are
+ * the same calls.  Nothing above HOTBUF_EAGER_LIMIT is hot: above it MPI
+ * sends by rendezvous, already zero-copy from the user buffer, so there is
+ * no copy to save and the cost model has no gain to weigh R against; a job
+ * that wants larger messages rerouted raises the limit, and the report and
+ * the saving follow. */
+static inline int hb_tracker_call_hot(const struct hb_entry *e)
+{
+    return e && e->uses >= e->thr;
+}
+
+/* The current (open) run of e: its calls, the hot ones among them and
+ * what their copies are worth (ns).  Pure: the report reads it at exit. */
+struct hb_run {
+    uint64_t size, calls, hot;
+    double copy_ns;
+};
+void hb_tracker_open_run(const struct hb_tracker *t, const struct hb_entry *e,
+                         struct hb_run *r);
+
+/* All hot calls on e, the open run's included. */
+uint32_t hb_tracker_hot_uses(const struct hb_tracker *t, const struct hb_entry *e);
 
 /* A call that moves nothing (zero bytes or MPI_PROC_NULL peer). */
 static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op, int proc_null,

@@ -414,6 +414,115 @@ static void test_local_sizes(void)
     hb_tracker_destroy(&t);
 }
 
+/* Issue 10: every call counts at its own size.  One buffer at 1 KiB x600
+ * then 32 KiB x1000 (site A), one buffer at 82 sizes with the i-th used
+ * i+1 times (site B, NetPIPE-like).  Sizes, the most frequent size, the
+ * saving (hot calls at their own size, R once) and the top buffer's size
+ * (its largest) must follow the calls, not the buffers' last sizes. */
+#define NP_SIZES 82
+static uint64_t np_size(int i) { return 100 + 37 * (uint64_t)i; } /* 100 B .. 3.1 KiB */
+
+static void fill_sizes(struct hb_tracker *t)
+{
+    struct hb_table_params p = {.bits = 12, .max_entries = 1000};
+    struct hb_threshold_params fixed = {.speculative = 0.25, .min_size = 128,
+                                        .eager_limit = 8192, .fixed = 100};
+    struct hb_costmodel m = model();
+    CHECK(hb_tracker_init(t, &p, 1, 64, &fixed, &m) == 0);
+    uint16_t sa = hb_tracker_site(t, HB_OP_SEND, RET(site_fn_a));
+    uint16_t sb = hb_tracker_site(t, HB_OP_SEND, RET(site_fn_b));
+    for (int i = 0; i < 1600; i++) {
+        struct hb_use u = {BUF_A, i < 600 ? 1024 : 32768, i < 600 ? 1024 : 32768};
+        hb_tracker_record(t, HB_OP_SEND, &u, sa);
+    }
+    for (int i = 0; i < NP_SIZES; i++)
+        for (int k = 0; k <= i; k++) {
+            struct hb_use u = {SMALL, np_size(i), np_size(i)};
+            hb_tracker_record(t, HB_OP_SEND, &u, sb);
+        }
+}
+
+/* NetPIPE buffer: hot from its 100th use, uses 1..3403 run over sizes
+ * 0..81 with size i ending at use (i+1)(i+2)/2; all sizes but the first
+ * (100 B) are eligible.  Saving: each hot call's copy minus R at each size
+ * the registration grew to. */
+static double np_saving(void)
+{
+    double saving = 0;
+    uint64_t use = 0, reg = 0;
+    for (int i = 0; i < NP_SIZES; i++)
+        for (int k = 0; k <= i; k++) {
+            uint64_t size = np_size(i);
+            if (++use < 100 || size < 128)
+                continue;
+            saving += size / 1024.0 * 100.0;
+            if (size > reg) {
+                reg = size;
+                saving -= 10000.0 + 250.0 * (double)((size + 4095) / 4096);
+            }
+        }
+    return saving;
+}
+
+static void test_local_sizes_per_call(void)
+{
+    struct hb_tracker t;
+    fill_sizes(&t);
+    struct hb_rank_summary rs;
+    struct hb_site_summary *sites = NULL;
+    struct hb_costmodel m = model();
+    CHECK(hb_report_local(&t, &m, 1, 10, 3, &rs, &sites) == 0);
+    const struct hb_class_summary *c = &rs.cls[HB_OP_SEND];
+    CHECK_EQ_U64(c->calls, 1600 + NP_SIZES * (NP_SIZES + 1) / 2);
+    static const uint64_t want_size[HB_TOP_SIZES] = {32768, 1024, 100 + 37 * 81, 100 + 37 * 80};
+    static const uint64_t want_calls[HB_TOP_SIZES] = {1000, 600, 82, 81};
+    for (int k = 0; k < HB_TOP_SIZES; k++) {
+        CHECK_EQ_U64(c->top_size[k], want_size[k]);
+        CHECK_EQ_U64(c->top_size_calls[k], want_calls[k]);
+    }
+    /* buffer A: 501 hot calls at 1 KiB, R(1 KiB) once; none at 32 KiB */
+    double want_a = 501 * 100.0 - 10250.0;
+    CHECK_EQ_U64(c->hot_calls, 501 + (NP_SIZES * (NP_SIZES + 1) / 2 - 99));
+    CHECK(close_to(c->saving_ns, want_a + np_saving()));
+    CHECK_EQ_U64(rs.nsites, 2);
+    if (rs.nsites == 2 && sites) {
+        /* busiest first: B (3403 calls), then A */
+        const struct hb_site_summary *a = &sites[1], *b = &sites[0];
+        CHECK(strstr(a->name, "site_fn_a") && strstr(b->name, "site_fn_b"));
+        CHECK_EQ_U64(a->calls, 1600);
+        CHECK_EQ_U64(a->hot_calls, 501);
+        CHECK(close_to(a->saving_ns, want_a));
+        CHECK(a->ntop == 1 && a->top[0].size == 32768 && a->top[0].uses == 1600 &&
+              a->top[0].hot_uses == 501 && a->top[0].hot);
+        CHECK(b->ntop == 1 && b->top[0].size == np_size(NP_SIZES - 1));
+        CHECK(close_to(b->saving_ns, np_saving()));
+    }
+
+    /* two ranks alike: merged sizes add up, the most frequent is exact */
+    struct hb_rank_summary two[2] = {rs, rs};
+    const struct hb_site_summary *const sp[2] = {sites, sites};
+    struct hb_report r;
+    CHECK(hb_report_merge(&r, two, 2, sp, 10, 3) == 0);
+    const struct hb_class_report *cr = &r.cls[HB_OP_SEND];
+    CHECK(cr->freq_size_min == 32768 && cr->freq_size_max == 32768);
+    CHECK_EQ_U64(cr->sum.top_size[1], 1024);
+    CHECK_EQ_U64(cr->sum.top_size_calls[1], 1200);
+    struct hb_report_context ctx = context();
+    char *json = render(hb_report_render_json, &r, &ctx);
+    CHECK(HAS(json, "\"top_sizes\": [{\"size\": 32768, \"calls\": 2000}, "
+                    "{\"size\": 1024, \"calls\": 1200}, {\"size\": 3097, \"calls\": 164}, "
+                    "{\"size\": 3060, \"calls\": 162}], \"distinct_sizes\": 84, "
+                    "\"other_size_calls\": 0"));
+    free(json);
+    char *text = render(hb_report_render_text, &r, &ctx);
+    CHECK(HAS(text, "send sizes (84 distinct): 32 KiB x2000, 1 KiB x1200, 3097 B x164, "
+                    "3060 B x162\n"));
+    free(text);
+    hb_report_free(&r);
+    free(sites);
+    hb_tracker_destroy(&t);
+}
+
 /* ---- merging three synthetic ranks ------------------------------------------------- */
 
 static void set_top(struct hb_class_summary *c, int n, const uint64_t *size, const uint64_t *calls)
@@ -478,6 +587,10 @@ static void synthetic(struct synthetic *y)
                                    .untracked_calls = 4, .zero_calls = 2, .buffers = 25,
                                    .max_reuse = 10, .lookup_ns = 1560};
     set_top(c, 4, (uint64_t[]){64, 1024, 32, 16}, (uint64_t[]){40, 10, 5, 3});
+    c->distinct_sizes = HB_SIZES_EXACT; /* its size table overflowed */
+    c->other_size_calls = 9;
+    y->rs[0].cls[HB_OP_SEND].distinct_sizes = 4;
+    y->rs[1].cls[HB_OP_SEND].distinct_sizes = 2;
     c = &y->rs[1].cls[HB_OP_PUT];
     *c = (struct hb_class_summary){.calls = 7, .bytes = 14336, .reuse_calls = 3, .buffers = 4,
                                    .max_reuse = 4, .lookup_ns = 140};
@@ -632,12 +745,13 @@ static void test_merge(void)
     CHECK(HAS(line, " 6.0 us"));
     line_of(text, "put ", line, sizeof(line));
     CHECK(HAS(line, " 7 ") && HAS(line, " 4-4 (4) ") && HAS(line, " 2048-2048 (2048) "));
-    CHECK(HAS(text, "  send sizes: 256 B x150, 1.0 KiB x117, 64 B x60, 32 B x5; 7 zero-byte, "
+    CHECK(HAS(text, "  send sizes (256 distinct): 256 B x150, 1 KiB x117, 64 B x60, 32 B x5; "
+                    "9 calls at sizes past the first 256 distinct (not itemized); 7 zero-byte, "
                     "15 to MPI_PROC_NULL, 5 untracked"));
     CHECK(HAS(text, "call sites (busiest 4 of 14"));
     line_of(text, "  1 send ", line, sizeof(line));
     CHECK(HAS(line, " 270 ") && HAS(line, "main (a.c:10)"));
-    CHECK(HAS(text, "buffers: rank 1 0xb0 1.0 KiB x120 hot, rank 0 0xa0 1.0 KiB x50 hot, rank 1 0xb1 1.0 KiB x30\n"));
+    CHECK(HAS(text, "buffers: rank 1 0xb0 1 KiB x120 hot, rank 0 0xa0 1 KiB x50 hot, rank 1 0xb1 1 KiB x30\n"));
     line_of(text, "  2 send ", line, sizeof(line));
     CHECK(HAS(line, " 42 ") && HAS(line, "loop (b.c:5)"));
     line_of(text, "  3 put ", line, sizeof(line));
@@ -683,8 +797,9 @@ static void test_merge(void)
     CHECK(HAS(json, "\"max_reuse\": {\"min\": 10, \"max\": 120, \"avg\": 60.00}"));
     CHECK(HAS(json, "\"most_frequent_size\": {\"min\": 64, \"max\": 1024, \"avg\": 448.00}"));
     CHECK(HAS(json, "\"top_sizes\": [{\"size\": 256, \"calls\": 150}, {\"size\": 1024, \"calls\": "
-                    "117}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}]"));
-    CHECK(HAS(json, "\"estimated_saving_us\": 6.000, \"lookup_overhead_us\": 7.160"));
+                    "117}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}], "
+                    "\"distinct_sizes\": 256, \"other_size_calls\": 9, "
+                    "\"estimated_saving_us\": 6.000, \"lookup_overhead_us\": 7.160"));
     CHECK(HAS(json, "\"name\": \"main (a.c:10)\", \"op\": \"send\", \"ranks\": 3, \"calls\": 270"));
     CHECK(HAS(json, "{\"rank\": 1, \"address\": \"0xb0\", \"size\": 1024, \"uses\": 120, "
                     "\"hot_uses\": 60, \"hot\": true}"));
@@ -788,6 +903,7 @@ int main(void)
     test_json_validator();
     test_local();
     test_local_sizes();
+    test_local_sizes_per_call();
     test_merge();
     test_reuse_pct();
     test_top_buffers();

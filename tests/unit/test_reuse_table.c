@@ -57,7 +57,8 @@ static void test_find_insert(void)
     if (!e)
         return;
     CHECK(e->key == k);
-    CHECK(e->uses == 0 && e->hot_uses == 0 && e->hot == 0 && e->bytes == 0 && e->size == 0);
+    CHECK(e->uses == 0 && e->hot_uses == 0 && e->hot == 0 && e->size == 0 && e->thr == 0 &&
+          e->run_start == 0 && e->reg_size == 0 && e->max_size == 0);
     CHECK_EQ_U64(t.entries, 1);
     CHECK(hb_table_find(&t, k, &chain) == e);
     e->uses = 7;

@@ -90,18 +90,18 @@ static void test_counts(void)
     CHECK(a != NULL);
     if (a) {
         CHECK_EQ_U64(a->uses, 1000);
-        CHECK_EQ_U64(a->hot_uses, 901);
+        CHECK_EQ_U64(hb_tracker_hot_uses(&t, a), 901);
         CHECK(a->hot == 1);
         CHECK_EQ_U64(a->size, 1024);
-        CHECK_EQ_U64(a->bytes, 1000 * 1024);
+        CHECK_EQ_U64(a->max_size, 1024);
         CHECK(a->op == HB_OP_SEND);
         CHECK(t.sites.site[a->site].frames[0] == (uintptr_t)SITE_A);
     }
     int small_ok = 0;
     for (int i = 0; i < 500; i++) {
         struct hb_entry *e = entry(&t, SMALL + 256 * i, HB_OP_SEND);
-        small_ok += e && e->uses == 1 && e->hot == 0 && e->hot_uses == 0 && e->size == 256 &&
-                    e->bytes == 256 && t.sites.site[e->site].frames[0] == (uintptr_t)SITE_B;
+        small_ok += e && e->uses == 1 && e->hot == 0 && hb_tracker_hot_uses(&t, e) == 0 &&
+                    e->size == 256 && t.sites.site[e->site].frames[0] == (uintptr_t)SITE_B;
     }
     CHECK_EQ_U64(small_ok, 500);
 
@@ -292,7 +292,7 @@ static void test_size_range(void)
             fprintf(stderr, "size %llu: hot %d\n", (unsigned long long)cases[i].size, e->hot);
         CHECK(e->hot == cases[i].hot);
         CHECK_EQ_U64(e->uses, 300);
-        CHECK_EQ_U64(e->hot_uses, cases[i].hot ? 201 : 0);
+        CHECK_EQ_U64(hb_tracker_hot_uses(&t, e), cases[i].hot ? 201 : 0);
         eligible += cases[i].hot;
     }
     CHECK_EQ_U64(t.table.hot_entries, eligible);
@@ -315,6 +315,76 @@ static void test_size_range(void)
     hb_tracker_destroy(&t);
 }
 
+/* Issue 11: hotness is per call size.  One buffer sent 600 times at 1 KiB
+ * and then 1000 times at 32 KiB (above the 8 KiB eager limit): the 1 KiB
+ * calls from the 100th use on are hot, none of the 32 KiB ones.  A second
+ * buffer at 512 B, 8 KiB, 512 B stays hot across eligible sizes. */
+static void test_hot_per_call_size(void)
+{
+    struct hb_tracker t;
+    CHECK(init(&t, 1 << 20, 100) == 0);
+    const struct hb_class_stats *cs = &t.cls[HB_OP_SEND];
+    unsigned long long wrong = 0, hot = 0;
+    for (int i = 0; i < 1600; i++) {
+        uint64_t size = i < 600 ? 1024 : 32768, before = cs->hot_calls;
+        struct hb_entry *e = rec(&t, HB_OP_SEND, BUF_A, size, SITE_A);
+        int want = i + 1 >= 100 && size <= 8192;
+        wrong += (cs->hot_calls - before) != (unsigned long long)want;
+        wrong += hb_tracker_call_hot(e) != want; /* what a router sees */
+        hot += want;
+    }
+    CHECK_EQ_U64(wrong, 0);
+    CHECK_EQ_U64(hot, 501);
+    CHECK_EQ_U64(cs->hot_calls, 501);
+    const struct hb_site *sa = site(&t, SITE_A);
+    CHECK(sa && sa->hot_calls == 501 && sa->calls == 1600);
+    CHECK_EQ_U64(t.table.hot_entries, 1);
+
+    for (int i = 0; i < 300; i++)
+        rec(&t, HB_OP_SEND, SMALL, i < 150 || i >= 250 ? 512 : 8192, SITE_B);
+    CHECK_EQ_U64(cs->hot_calls - 501, 51 + 100 + 50);
+    CHECK_EQ_U64(t.table.hot_entries, 2);
+    struct hb_entry *a = entry(&t, BUF_A, HB_OP_SEND), *b = entry(&t, SMALL, HB_OP_SEND);
+    CHECK(a && a->max_size == 32768 && a->reg_size == 1024 && hb_tracker_hot_uses(&t, a) == 501);
+    CHECK(b && b->max_size == 8192 && b->reg_size == 8192 && hb_tracker_hot_uses(&t, b) == 201);
+
+    /* reused past the threshold, but only above the eager limit: never hot */
+    for (int i = 0; i < 200; i++)
+        CHECK(!hb_tracker_call_hot(rec(&t, HB_OP_PUT, BUF_A, 16384, SITE_C)));
+    CHECK_EQ_U64(t.cls[HB_OP_PUT].hot_calls, 0);
+    CHECK_EQ_U64(t.table.hot_entries, 2);
+    CHECK(!hb_tracker_call_hot(NULL)); /* untracked */
+    hb_tracker_destroy(&t);
+}
+
+/* Sizes: each call at its own size, in a bounded table.  One buffer at
+ * 300 distinct sizes (size i used i % 3 + 1 times), then 5 more calls at
+ * the first size: the first HB_SIZES_EXACT sizes are exact, later ones
+ * only counted as "other". */
+static void test_size_table(void)
+{
+    struct hb_tracker t;
+    CHECK(init(&t, 1 << 20, 100) == 0);
+    uint64_t other = 0;
+    for (int i = 0; i < 300; i++)
+        for (int k = 0; k <= i % 3; k++) {
+            rec(&t, HB_OP_SEND, BUF_A, 1000 + (uint64_t)i, SITE_A);
+            other += i >= HB_SIZES_EXACT;
+        }
+    for (int k = 0; k < 5; k++)
+        rec(&t, HB_OP_SEND, BUF_A, 1000, SITE_A);
+    rec(&t, HB_OP_SEND, BUF_A, 2000, SITE_A); /* closes the run of 5 */
+    const struct hb_size_hist *h = &t.sizes[HB_OP_SEND];
+    CHECK_EQ_U64(h->distinct, HB_SIZES_EXACT);
+    CHECK_EQ_U64(h->other_calls, other);
+    uint64_t size[3], calls[3];
+    hb_size_hist_top(h, size, calls, 3);
+    /* 1000 x(1+5); then the sizes used 3 times, smallest first */
+    CHECK(size[0] == 1000 && calls[0] == 6);
+    CHECK(size[1] == 1002 && calls[1] == 3 && size[2] == 1005 && calls[2] == 3);
+    hb_tracker_destroy(&t);
+}
+
 int main(void)
 {
     test_counts();
@@ -323,5 +393,7 @@ int main(void)
     test_sites();
     test_stop();
     test_size_range();
+    test_hot_per_call_size();
+    test_size_table();
     return CHECK_DONE();
 }
