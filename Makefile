@@ -34,7 +34,8 @@ LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 #   shim/core                             runtime, subsystem list, progress
 #   shim/rma, shim/coll, shim/persist     subsystems (never use each other)
 #   pmpi                                  the bindings
-CORE_SRC := $(wildcard shim/util/*.c) shim/config/config.c \
+UTIL_SRC := $(wildcard shim/util/*.c)
+CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c
 MPI_SRC  := $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
@@ -112,7 +113,7 @@ test: deps
 	@tests/run-tests.sh
 
 # Verbs test programs (run in the soft-RoCE guest).
-REGCACHE_SRC := $(wildcard regcache/*.c)
+REGCACHE_SRC := $(wildcard regcache/*.c) $(UTIL_SRC)
 build/rdma/regcache_verbs_test: tests/rdma/regcache_verbs_test.c $(REGCACHE_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
@@ -125,7 +126,7 @@ build/rdma/integrity_test: tests/rdma/integrity_test.c $(REGCACHE_SRC) $(HEADERS
 	@mkdir -p $(dir $@)
 	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(REGCACHE_SRC) -libverbs -pthread
 
-TRANSPORT_SRC := $(wildcard shim/transport/*.c)
+TRANSPORT_SRC := $(wildcard shim/transport/*.c) $(UTIL_SRC)
 build/rdma/transport_test: tests/rdma/transport_test.c $(TRANSPORT_SRC) $(HEADERS)
 	@mkdir -p $(dir $@)
 	mpicc.openmpi $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(TRANSPORT_SRC) -libverbs
