@@ -60,26 +60,22 @@ static int key_less(const struct hb_itree_node *a,
     return (uintptr_t)a < (uintptr_t)b;
 }
 
-static struct hb_itree_node *rotate_right(struct hb_itree_node *y)
+/* Lifts n's child on one side above n: the left child for a right
+ * rotation (LEFT_UP), the right child for a left rotation (RIGHT_UP).
+ * The child's inner subtree moves across to n.  Returns the new root. */
+enum { LEFT_UP, RIGHT_UP };
+
+static struct hb_itree_node *rotate(struct hb_itree_node *n, int side)
 {
-    struct hb_itree_node *x = y->left;
+    struct hb_itree_node **to_child = side == LEFT_UP ? &n->left : &n->right;
+    struct hb_itree_node *c = *to_child;
+    struct hb_itree_node **inner = side == LEFT_UP ? &c->right : &c->left;
 
-    y->left = x->right;
-    x->right = y;
-    update(y);
-    update(x);
-    return x;
-}
-
-static struct hb_itree_node *rotate_left(struct hb_itree_node *x)
-{
-    struct hb_itree_node *y = x->right;
-
-    x->right = y->left;
-    y->left = x;
-    update(x);
-    update(y);
-    return y;
+    *to_child = *inner;
+    *inner = n;
+    update(n);
+    update(c);
+    return c;
 }
 
 /* Restores the AVL property at n (children already balanced) and
@@ -92,13 +88,13 @@ static struct hb_itree_node *rebalance(struct hb_itree_node *n)
     balance = node_height(n->left) - node_height(n->right);
     if (balance > 1) {
         if (node_height(n->left->left) < node_height(n->left->right))
-            n->left = rotate_left(n->left);
-        return rotate_right(n);
+            n->left = rotate(n->left, RIGHT_UP);
+        return rotate(n, LEFT_UP);
     }
     if (balance < -1) {
         if (node_height(n->right->right) < node_height(n->right->left))
-            n->right = rotate_right(n->right);
-        return rotate_left(n);
+            n->right = rotate(n->right, LEFT_UP);
+        return rotate(n, RIGHT_UP);
     }
     return n;
 }

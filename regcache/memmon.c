@@ -48,6 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/clock.h"
+#include "util/why.h"
+
 #ifndef UFFD_USER_MODE_ONLY
 #define UFFD_USER_MODE_ONLY 1
 #endif
@@ -356,14 +359,6 @@ static int probe_changing(void)
     return ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp) != 0 && errno == EAGAIN;
 }
 
-static double mono_now(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
 /* Fallback when the probe is unusable: wait until the queue is empty
  * while seq stays even.  Misses an event whose unmap is done but which
  * is not queued yet (a few instructions in the kernel). */
@@ -410,8 +405,8 @@ void hb_memmon_sync(void)
         if ((++n & 1023) != 0)
             continue;
         if (t0 == 0) {
-            t0 = mono_now();
-        } else if (mono_now() - t0 > 5.0 && atomic_load(&M.seq) == s0) {
+            t0 = hb_clock_s();
+        } else if (hb_clock_s() - t0 > 5.0 && atomic_load(&M.seq) == s0) {
             struct pollfd p = {M.fd, POLLIN, 0};
 
             if (poll(&p, 1, 0) == 0) {
@@ -428,7 +423,7 @@ void hb_memmon_sync(void)
                 errno = saved;
                 return;
             }
-            t0 = mono_now();
+            t0 = hb_clock_s();
             s0 = atomic_load(&M.seq);
         }
     }
@@ -666,8 +661,7 @@ static void why_set(char *why, size_t n, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(M.desc, sizeof M.desc, fmt, ap);
     va_end(ap);
-    if (why && n)
-        snprintf(why, n, "%s", M.desc);
+    hb_why(why, n, "%s", M.desc);
 }
 
 static const char *sysctl_unpriv(char *buf, size_t n)
@@ -897,88 +891,102 @@ static void atfork_register(void)
     pthread_atfork(NULL, NULL, atfork_child);
 }
 
-int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
+/* The caller's part: a callback, and no monitor running already. */
+static int check_start(hb_memmon_cb cb, char *why, size_t n)
 {
-    const char *mode = getenv("HOTBUF_MEMMON");
-    int muted = 0, r;
-    struct uffdio_api api;
-
-    if (why && whylen)
+    if (why && n)
         why[0] = 0;
     if (!cb) {
-        why_set(why, whylen, "memory monitor: no callback given");
+        why_set(why, n, "memory monitor: no callback given");
         return -1;
     }
     if (atomic_load(&M.state) == ST_RUNNING) { /* keep M.desc */
-        if (why && whylen)
-            snprintf(why, whylen, "memory monitor already started");
+        hb_why(why, n, "memory monitor already started");
         return -1;
     }
-    if (mode && (!strcmp(mode, "none") || !strcmp(mode, "0") ||
-                 !strcmp(mode, "disabled"))) {
-        why_set(why, whylen, "memory monitor disabled by HOTBUF_MEMMON=%s", mode);
+    return 0;
+}
+
+/* UFFDIO_API on a fresh fd: 0 with *api; -1 no fd (why says why); -2 the
+ * API call refused our features (errno; the fd is closed). */
+static int uffd_api(unsigned long long features, struct uffdio_api *api, char *why, size_t n)
+{
+    M.fd = open_uffd(why, n);
+    if (M.fd < 0)
         return -1;
-    }
-    if (mode && !strcmp(mode, "off"))
-        muted = 1;
-    else if (mode && *mode && strcmp(mode, "on") && strcmp(mode, "1") &&
-             strcmp(mode, "uffd")) {
-        why_set(why, whylen,
-                "memory monitor: HOTBUF_MEMMON=%s not understood (on, off, none)",
-                mode);
-        return -1;
-    }
-    M.page = (uintptr_t)sysconf(_SC_PAGESIZE);
-    /* WP_ASYNC (Linux >= 6.7) lets write-protect mode register any memory
-     * type (file-backed, SysV shm); we never write-protect, so it changes
-     * nothing else.  Older kernels reject the bit: retry on a fresh fd. */
-    for (int attempt = 0; attempt < 2; attempt++) {
-        M.fd = open_uffd(why, whylen);
-        if (M.fd < 0)
-            return -1;
-        memset(&api, 0, sizeof api);
-        api.api = UFFD_API;
-        api.features = NEEDED_EVENTS | (attempt == 0 ? UFFD_FEATURE_WP_ASYNC : 0);
-        if (ioctl(M.fd, UFFDIO_API, &api) == 0 &&
-            (api.features & NEEDED_EVENTS) == NEEDED_EVENTS)
-            break;
-        r = errno;
+    memset(api, 0, sizeof *api);
+    api->api = UFFD_API;
+    api->features = features;
+    if (ioctl(M.fd, UFFDIO_API, api) == 0 &&
+        (api->features & NEEDED_EVENTS) == NEEDED_EVENTS)
+        return 0;
+    {
+        int e = errno;
+
         close(M.fd);
         M.fd = -1;
-        if (attempt == 1) {
-            why_set(why, whylen,
-                    "memory monitor unavailable: UFFDIO_API with unmap/remove/"
-                    "remap events: %s (needs Linux >= 4.11)", strerror(r));
-            return -1;
-        }
+        errno = e;
+    }
+    return -2;
+}
+
+/* Opens the userfaultfd with the events we need.  WP_ASYNC (Linux >= 6.7)
+ * lets write-protect mode register any memory type (file-backed, SysV
+ * shm); we never write-protect, so it changes nothing else.  Older kernels
+ * reject the bit: retry on a fresh fd. */
+static int negotiate_uffd(char *why, size_t n)
+{
+    struct uffdio_api api;
+    struct stat st;
+    int rc = uffd_api(NEEDED_EVENTS | UFFD_FEATURE_WP_ASYNC, &api, why, n);
+
+    if (rc == -2)
+        rc = uffd_api(NEEDED_EVENTS, &api, why, n);
+    if (rc == -1)
+        return -1;
+    if (rc == -2) {
+        why_set(why, n,
+                "memory monitor unavailable: UFFDIO_API with unmap/remove/"
+                "remap events: %s (needs Linux >= 4.11)", strerror(errno));
+        return -1;
     }
     M.wp_async = (api.features & UFFD_FEATURE_WP_ASYNC) != 0;
-    {
-        struct stat st;
-
-        if (fstat(M.fd, &st) == 0) {
-            M.fd_dev = st.st_dev;
-            M.fd_ino = st.st_ino;
-        }
+    if (fstat(M.fd, &st) == 0) {
+        M.fd_dev = st.st_dev;
+        M.fd_ino = st.st_ino;
     }
     atomic_store(&M.broken, 0);
     if (!(api.features & UFFD_FEATURE_PAGEFAULT_FLAG_WP)) {
-        why_set(why, whylen,
+        why_set(why, n,
                 "memory monitor unavailable: userfaultfd has no write-protect "
                 "registration (needs Linux >= 5.7)");
         close(M.fd);
         M.fd = -1;
         return -1;
     }
+    return 0;
+}
+
+/* The stop eventfd, the probe page and the watch table. */
+static int make_resources(char *why, size_t n)
+{
     M.wakefd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     M.probe = mmap(NULL, M.page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (M.probe == MAP_FAILED)
         M.probe = NULL;
     if (M.wakefd < 0 || !M.probe || seg_reserve(TABLE_INITIAL) != 0) {
-        why_set(why, whylen, "memory monitor: eventfd/table: %s", strerror(errno));
+        why_set(why, n, "memory monitor: eventfd/table: %s", strerror(errno));
         teardown(0);
         return -1;
     }
+    return 0;
+}
+
+/* Fresh counters and rings, then the thread (callbacks still off). */
+static int run_thread(hb_memmon_cb cb, void *ctx, int muted, char *why, size_t n)
+{
+    int r;
+
     atomic_store(&M.dead_head, 0);
     atomic_store(&M.dead_tail, 0);
     atomic_store(&M.dead_overflow, 0);
@@ -994,29 +1002,52 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen)
     atomic_store(&M.state, ST_RUNNING);
     r = start_thread();
     if (r != 0) {
-        why_set(why, whylen, "memory monitor: pthread_create: %s", strerror(r));
+        why_set(why, n, "memory monitor: pthread_create: %s", strerror(r));
         teardown(0);
         return -1;
     }
-    if (self_test(why, whylen) != 0) {
-        char keep[sizeof M.desc];
+    return 0;
+}
 
-        memcpy(keep, M.desc, sizeof keep);
-        teardown(1);
-        memcpy(M.desc, keep, sizeof keep);
+/* The self-test; on failure everything is torn down, keeping its reason. */
+static int checked_self_test(char *why, size_t n)
+{
+    char keep[sizeof M.desc];
+
+    if (self_test(why, n) == 0)
+        return 0;
+    memcpy(keep, M.desc, sizeof keep);
+    teardown(1);
+    memcpy(M.desc, keep, sizeof keep);
+    return -1;
+}
+
+static void describe_running(int muted)
+{
+    hb_why(M.desc, sizeof M.desc,
+           "userfaultfd unmap/remove/remap events on watched ranges "
+           "(write-protect-mode registration%s; watchable: anonymous%s%s; "
+           "hb_memmon_sync by %s), shmdt/shmat interposed%s",
+           M.user_mode_only ? ", user-mode-only" : "",
+           M.shmem_ok ? ", shmem" : "",
+           M.wp_async ? ", file-backed, SysV shm (WP_ASYNC)" : "",
+           atomic_load(&M.probe_ok) ? "mmap_changing probe" : "poll",
+           muted ? "; MUTED (debug: callbacks dropped)" : "");
+}
+
+int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why, size_t whylen)
+{
+    int muted = (flags & HB_MEMMON_F_MUTED) != 0;
+
+    if (check_start(cb, why, whylen))
         return -1;
-    }
+    M.page = (uintptr_t)sysconf(_SC_PAGESIZE);
+    if (negotiate_uffd(why, whylen) || make_resources(why, whylen) ||
+        run_thread(cb, ctx, muted, why, whylen) || checked_self_test(why, whylen))
+        return -1;
     hb_memmon__shm_init();
     counters_reset();
-    snprintf(M.desc, sizeof M.desc,
-             "userfaultfd unmap/remove/remap events on watched ranges "
-             "(write-protect-mode registration%s; watchable: anonymous%s%s; "
-             "hb_memmon_sync by %s), shmdt/shmat interposed%s",
-             M.user_mode_only ? ", user-mode-only" : "",
-             M.shmem_ok ? ", shmem" : "",
-             M.wp_async ? ", file-backed, SysV shm (WP_ASYNC)" : "",
-             atomic_load(&M.probe_ok) ? "mmap_changing probe" : "poll",
-             muted ? "; MUTED by HOTBUF_MEMMON=off (debug: callbacks dropped)" : "");
+    describe_running(muted);
     atomic_store_explicit(&M.deliver, 1, memory_order_release);
     return 0;
 }

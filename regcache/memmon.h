@@ -81,10 +81,11 @@
  * does not copy registrations); the child may call start again.  The fd
  * is close-on-exec; vfork children share the parent's monitor.
  *
- * Debug switch: HOTBUF_MEMMON=off or hb_memmon_set_muted(1): events are
- * still read and counted (stats.muted) but no callback runs -- for
- * integrity tests that must show stale data without the monitor.
- * HOTBUF_MEMMON=none: start fails ("disabled").  Unset/"on": normal.
+ * Debug switch: HB_MEMMON_F_MUTED at start or hb_memmon_set_muted(1):
+ * events are still read and counted (stats.muted) but no callback runs --
+ * for integrity tests that must show stale data without the monitor.
+ * Whether to start the monitor at all is the caller's decision (hotbuf's
+ * HOTBUF_MEMMON is parsed by shim/config, not here).
  */
 #ifndef HOTBUF_REGCACHE_MEMMON_H
 #define HOTBUF_REGCACHE_MEMMON_H
@@ -97,9 +98,12 @@ typedef void (*hb_memmon_cb)(void *ctx, const void *addr, size_t len);
 /* Starts the monitor: opens the userfaultfd, starts the thread, and
  * self-tests munmap, madvise and mremap events on a scratch mapping.
  * Returns 0, or -1 with a one-line reason in why (may be NULL) when the
- * mechanism is unavailable or disabled; the caller should then register
+ * mechanism is unavailable; the caller should then register
  * only memory hotbuf allocated itself. */
-int hb_memmon_start(hb_memmon_cb cb, void *ctx, char *why, size_t whylen);
+int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why, size_t whylen);
+
+/* hb_memmon_start flags. */
+#define HB_MEMMON_F_MUTED 1u /* start muted (debug, see above) */
 
 /* Stops the thread, unregisters every watched range, closes the fd.
  * Callbacks may run until it returns, never after. */

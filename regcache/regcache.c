@@ -48,7 +48,7 @@
 
 #include "interval_tree.h"
 #include "inval_queue.h"
-#include "list.h"
+#include "util/list.h"
 
 /* A get retries this many times when its fresh registration is
  * invalidated before it can be returned, then gives up with -EAGAIN. */

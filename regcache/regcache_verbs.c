@@ -5,10 +5,8 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
-#include <linux/capability.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
+
+#include "util/memlock.h"
 
 int hb_regcache_verbs_access(void)
 {
@@ -62,20 +60,8 @@ static void watched_dereg(void *ctx, void *handle)
 
 const struct hb_regcache_ops hb_regcache_verbs_watched_ops = {watched_reg, watched_dereg};
 
-/* CAP_IPC_LOCK lets the process pin beyond RLIMIT_MEMLOCK (root has it). */
-static int can_exceed_memlock(void)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2] = {{0}};
-    if (syscall(SYS_capget, &hdr, data) != 0)
-        return 0;
-    return (data[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
-}
-
+/* The split of RLIMIT_MEMLOCK with the transport is decided in util/memlock.h. */
 size_t hb_regcache_default_max_bytes(void)
 {
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || can_exceed_memlock())
-        return 0;
-    return (size_t)(rl.rlim_cur / 4 * 3);
+    return hb_memlock_cache_share(hb_memlock_limit());
 }

@@ -24,9 +24,10 @@ extern const struct hb_regcache_ops hb_regcache_verbs_watched_ops;
  * into it) and remote read/write (for a peer's RDMA into it). */
 int hb_regcache_verbs_access(void);
 
-/* Pinned-bytes cap for the cache: three quarters of RLIMIT_MEMLOCK, so the
- * transport's own queues and control area still fit; 0 (no cap) when the
- * limit is infinite or the process may exceed it (CAP_IPC_LOCK). */
+/* Pinned-bytes cap for the cache: its share of RLIMIT_MEMLOCK (three
+ * quarters, util/memlock.h), so the transport's own queues and control
+ * area still fit; 0 (no cap) when the limit is infinite or the process may
+ * exceed it (CAP_IPC_LOCK). */
 size_t hb_regcache_default_max_bytes(void);
 
 static inline struct ibv_mr *hb_region_mr(const struct hb_region *r)

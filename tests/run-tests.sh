@@ -42,6 +42,11 @@ else
     fail "build/unit" "unit tests do not build" "$work/build-unit.log"
 fi
 
+# ---- layering: no lower layer includes a higher one (tests/check_layers.sh) ----
+if selected layers; then
+    if tests/check_layers.sh >"$work/layers.log" 2>&1; then pass layers; else fail layers "layer violations" "$work/layers.log"; fi
+fi
+
 # ---- unit tests ----------------------------------------------------------------
 for t in build/unit/test_*; do
     [ -x "$t" ] || continue

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "runtime.h"
+#include "util/hash.h"
 
 /* Extent information of a datatype, as a buffer key needs it. */
 struct dtinfo {
@@ -12,7 +13,7 @@ struct dtinfo {
 };
 
 struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
-uint64_t hb_dt_mult = 0x61C8864680B583EBull;
+uint64_t hb_dt_mult = HB_GOLDEN_RATIO_64;
 
 static int dt_query(MPI_Datatype t, struct dtinfo *d)
 {
@@ -77,7 +78,7 @@ void hb_datatypes_init(void)
 {
     struct dtinfo types[64];
     size_t n = packed_predefined(types, 64);
-    uint64_t mult = 0x61C8864680B583EBull, best = mult;
+    uint64_t mult = HB_GOLDEN_RATIO_64, best = mult;
     int fewest = fill_cache(types, n, mult);
     for (int tries = 0; fewest && tries < 4096; tries++) {
         mult = mult * 6364136223846793005ull + 1442695040888963407ull; /* LCG */

@@ -8,6 +8,7 @@
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
+#include "util/why.h"
 
 void hb_rdma_prepare_fork(struct hb_rdma *r)
 {
@@ -32,10 +33,8 @@ static int start_memmon(struct hb_rdma *r, const struct hb_config *cfg, char *wh
         snprintf(why, len, "HOTBUF_MEMMON=none");
         return 0;
     }
-    if (hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, r->cache, why, len))
-        return 0;
-    hb_memmon_set_muted(cfg->memmon == HB_MEMMON_OFF);
-    return 1;
+    unsigned flags = cfg->memmon == HB_MEMMON_OFF ? HB_MEMMON_F_MUTED : 0;
+    return hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, r->cache, flags, why, len) == 0;
 }
 
 /* The cache exists only with a monitor: without one a registration could
@@ -58,17 +57,15 @@ static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
     hb_transport_get_info(r->tr, &info);
     if (info.gid_index >= 0)
         snprintf(gid, sizeof(gid), " GID index %d", info.gid_index);
-    snprintf(r->status, sizeof(r->status), "RDMA on %s port %d (%s%s)", info.device, info.port,
-             info.gid_type, gid);
-    if (!r->cache) {
-        size_t used = strlen(r->status);
-        snprintf(r->status + used, sizeof(r->status) - used,
-                 "; application buffers are not registered: memory monitor unavailable (%s)", why);
-    } else if (cfg->memmon == HB_MEMMON_OFF) {
-        size_t used = strlen(r->status);
-        snprintf(r->status + used, sizeof(r->status) - used,
-                 "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
-    }
+    hb_why(r->status, sizeof(r->status), "RDMA on %s port %d (%s%s)", info.device, info.port,
+           info.gid_type, gid);
+    if (!r->cache)
+        hb_why_append(r->status, sizeof(r->status),
+                      "; application buffers are not registered: memory monitor unavailable (%s)",
+                      why);
+    else if (cfg->memmon == HB_MEMMON_OFF)
+        hb_why_append(r->status, sizeof(r->status),
+                      "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
 }
 
 int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
@@ -80,14 +77,13 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
     p.device = cfg->device;
     p.port = cfg->port;
     p.connect_timeout_s = cfg->connect_timeout;
-    if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why)))
+    if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why))) {
         r->tr = NULL;
-    /* every rank joins the bootstrap, also one whose open failed */
-    char bwhy[200] = "";
-    if (hb_transport_bootstrap(r->tr, allgather, &comm, bwhy, sizeof(bwhy)) && r->tr) {
-        hb_transport_close(r->tr);
+        /* every rank joins the bootstrap, also one whose open failed */
+        hb_transport_bootstrap_absent(size, allgather, &comm);
+    } else if (hb_transport_bootstrap(r->tr, allgather, &comm, why, sizeof(why))) {
+        hb_transport_close(r->tr, NULL, 0);
         r->tr = NULL;
-        snprintf(why, sizeof(why), "%s", bwhy);
     }
     if (!r->tr) {
         snprintf(r->status, sizeof(r->status), "RDMA off (%s): tracking and report only", why);
@@ -156,6 +152,20 @@ void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summ
         hb_transport_foreach_failed(r->tr, add_failed, &f);
 }
 
+/* A failed teardown (a registration left on the PD shows up as EBUSY from
+ * ibv_dealloc_pd) is a hotbuf bug: one line on stderr from the rank that
+ * saw it, since the report is already out. */
+static void close_transport(struct hb_transport *tr, MPI_Comm comm)
+{
+    char why[200] = "";
+    int rank = -1;
+
+    if (hb_transport_close(tr, why, sizeof(why)) == 0)
+        return;
+    PMPI_Comm_rank(comm, &rank);
+    fprintf(stderr, "hotbuf: rank %d: %s\n", rank, why);
+}
+
 void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm)
 {
     PMPI_Barrier(comm);
@@ -164,6 +174,6 @@ void hb_rdma_stop(struct hb_rdma *r, MPI_Comm comm)
     if (r->cache)
         hb_regcache_destroy(r->cache);
     if (r->tr)
-        hb_transport_close(r->tr);
+        close_transport(r->tr, comm);
     memset(r, 0, sizeof(*r));
 }

@@ -3,16 +3,9 @@
 
 #include <math.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "reuse_table.h"
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
+#include "util/clock.h"
 
 /* A table the size the job will use, with a few thousand buffers spaced
  * like heap allocations, looked up in a scattered order; best of 5. */
@@ -32,14 +25,14 @@ double hb_measure_lookup_ns(int bits)
     double best = INFINITY;
     volatile uint32_t sink = 0;
     for (int round = 0; round < 5; round++) {
-        double t0 = now_ns();
+        double t0 = hb_clock_ns();
         for (uint32_t i = 0; i < LOOKUPS; i++) {
             uint32_t chain = 0;
             uintptr_t key = 0x7f0000000000 + (uintptr_t)((i * 2654435761u) % BUFFERS) * 4160;
             struct hb_entry *e = hb_table_find(&t, key, &chain);
             sink += e ? e->uses : chain;
         }
-        double ns = (now_ns() - t0) / LOOKUPS;
+        double ns = (hb_clock_ns() - t0) / LOOKUPS;
         if (ns < best)
             best = ns;
     }
@@ -48,8 +41,32 @@ double hb_measure_lookup_ns(int bits)
     return best;
 }
 
+/* R unless the user gave both parts; the source says which. */
+static void calibrate_reg(struct hb_costmodel *cm, const struct hb_config *cfg,
+                          struct ibv_pd *pd, char *why_default, size_t len)
+{
+    double base = HB_DEFAULT_REG_BASE_US, page = HB_DEFAULT_REG_PAGE_US;
+    cm->reg_src = HB_COST_DEFAULT;
+    if (cfg->reg_base_us < 0 || cfg->reg_page_us < 0) {
+        int rc = pd ? hb_measure_reg_cost_pd(pd, &base, &page, why_default, len)
+                    : hb_measure_reg_cost(cfg->device, cfg->port, &base, &page, why_default, len);
+        if (rc == 0)
+            cm->reg_src = HB_COST_MEASURED;
+    }
+    if (cfg->reg_base_us >= 0 || cfg->reg_page_us >= 0)
+        cm->reg_src = HB_COST_USER;
+    cm->reg_base_us = cfg->reg_base_us >= 0 ? cfg->reg_base_us : base;
+    cm->reg_page_us = cfg->reg_page_us >= 0 ? cfg->reg_page_us : page;
+}
+
 void hb_calibrate(struct hb_costmodel *cm, const struct hb_config *cfg, char *why_default,
                   size_t len)
+{
+    hb_calibrate_pd(cm, cfg, NULL, why_default, len);
+}
+
+void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg, struct ibv_pd *pd,
+                     char *why_default, size_t len)
 {
     why_default[0] = 0;
     if (cfg->copy_ns_per_kb >= 0)
@@ -64,15 +81,5 @@ void hb_calibrate(struct hb_costmodel *cm, const struct hb_config *cfg, char *wh
         cm->lookup_ns = hb_measure_lookup_ns(cfg->hash_bits);
         cm->lookup_src = HB_COST_MEASURED;
     }
-
-    double base = HB_DEFAULT_REG_BASE_US, page = HB_DEFAULT_REG_PAGE_US;
-    cm->reg_src = HB_COST_DEFAULT;
-    if (cfg->reg_base_us < 0 || cfg->reg_page_us < 0) {
-        if (hb_measure_reg_cost(cfg->device, &base, &page, why_default, len) == 0)
-            cm->reg_src = HB_COST_MEASURED;
-    }
-    if (cfg->reg_base_us >= 0 || cfg->reg_page_us >= 0)
-        cm->reg_src = HB_COST_USER;
-    cm->reg_base_us = cfg->reg_base_us >= 0 ? cfg->reg_base_us : base;
-    cm->reg_page_us = cfg->reg_page_us >= 0 ? cfg->reg_page_us : page;
+    calibrate_reg(cm, cfg, pd, why_default, len);
 }

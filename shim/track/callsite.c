@@ -6,7 +6,7 @@
 #define UNW_LOCAL_ONLY
 #include <libunwind.h>
 
-#define GOLDEN 0x61C8864680B583EBull
+#include "util/hash.h"
 
 int hb_sites_init(struct hb_sites *s, int depth, uint32_t max_sites)
 {
@@ -60,7 +60,7 @@ static uint64_t hash_frames(const uintptr_t *frames, int n)
 {
     uint64_t h = 0;
     for (int i = 0; i < n; i++)
-        h = (h ^ frames[i]) * GOLDEN;
+        h = (h ^ frames[i]) * HB_GOLDEN_RATIO_64;
     return h ? h : 1;
 }
 

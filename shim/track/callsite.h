@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "util/hash.h"
+
 #define HB_MAX_DEPTH 8
 #define HB_SITE_OTHER 0
 
@@ -52,7 +54,7 @@ uint16_t hb_sites_lookup_slow(struct hb_sites *s, void *ret, unsigned op);
 
 static inline uint32_t hb_sites_slot(const struct hb_sites *s, uint64_t key)
 {
-    return (uint32_t)((key * 0x61C8864680B583EBull) >> 40) & s->mask;
+    return (uint32_t)hb_hash_golden(key, 24) & s->mask;
 }
 
 /* At depth 1 a known site is one multiply and one compare away. */

@@ -4,16 +4,10 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "util/clock.h"
 
 #define PAGE 4096.0
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec * 1e9 + ts.tv_nsec;
-}
 
 void hb_cost_set_copy_linear(struct hb_costmodel *cm, double ns_per_kb)
 {
@@ -32,10 +26,10 @@ static double time_copy(char *dst, const char *src, size_t len)
     int iters = len >= 65536 ? 16 : (int)(262144 / (len + 64)) + 8;
     double best = INFINITY;
     for (int batch = 0; batch < 5; batch++) {
-        double t0 = now_ns();
+        double t0 = hb_clock_ns();
         for (int i = 0; i < iters; i++)
             copy_fn(dst, src, len);
-        double t = (now_ns() - t0) / iters;
+        double t = (hb_clock_ns() - t0) / iters;
         if (t < best)
             best = t;
     }

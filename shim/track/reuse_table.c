@@ -9,11 +9,6 @@
  * buffers, so the per-call path sees an allocation once in a long while. */
 #define HB_CHUNK_ENTRIES 4096
 
-struct hb_entry_chunk {
-    struct hb_entry_chunk *next;
-    struct hb_entry entries[HB_CHUNK_ENTRIES];
-};
-
 /* mmap rather than malloc: the bucket array is large (8 MiB at 20 bits) and
  * mostly untouched, and anonymous pages cost nothing until used.  It also
  * keeps hotbuf's own memory out of the application's heap. */
@@ -32,18 +27,12 @@ int hb_table_init(struct hb_table *t, const struct hb_table_params *p)
     t->buckets = map_zeroed(t->nbuckets * sizeof(*t->buckets));
     if (!t->buckets)
         return -1;
-    t->chunk_used = HB_CHUNK_ENTRIES; /* forces a chunk on the first insert */
-    return 0;
+    return hb_pool_init(&t->pool, sizeof(struct hb_entry), HB_CHUNK_ENTRIES, 0);
 }
 
 void hb_table_destroy(struct hb_table *t)
 {
-    struct hb_entry_chunk *c = t->chunks;
-    while (c) {
-        struct hb_entry_chunk *next = c->next;
-        munmap(c, sizeof(*c));
-        c = next;
-    }
+    hb_pool_destroy(&t->pool);
     if (t->buckets)
         munmap(t->buckets, t->nbuckets * sizeof(*t->buckets));
     memset(t, 0, sizeof(*t));
@@ -55,19 +44,6 @@ static int should_adapt(const struct hb_table *t)
 {
     return t->p.adapt && t->max_chain >= t->p.adapt_chain &&
            (double)t->hot_entries * 100.0 < t->p.adapt_hot_pct * (double)t->entries;
-}
-
-static struct hb_entry *pool_take(struct hb_table *t)
-{
-    if (t->chunk_used == HB_CHUNK_ENTRIES) {
-        struct hb_entry_chunk *c = map_zeroed(sizeof(*c));
-        if (!c)
-            return NULL;
-        c->next = t->chunks;
-        t->chunks = c;
-        t->chunk_used = 0;
-    }
-    return &t->chunks->entries[t->chunk_used++];
 }
 
 static void stop_growing(struct hb_table *t, enum hb_stop_reason why)
@@ -88,7 +64,7 @@ struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t cha
         stop_growing(t, HB_STOP_ADAPTED);
         return NULL;
     }
-    struct hb_entry *e = pool_take(t);
+    struct hb_entry *e = hb_pool_get(&t->pool);
     if (!e) {
         stop_growing(t, HB_STOP_FULL);
         return NULL;
@@ -110,21 +86,25 @@ void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev, struc
     *head = e;
 }
 
+struct foreach_ctx {
+    void (*fn)(const struct hb_entry *, void *);
+    void *ctx;
+};
+
+static void foreach_one(void *obj, void *ctx)
+{
+    struct foreach_ctx *f = ctx;
+    f->fn(obj, f->ctx);
+}
+
 void hb_table_foreach(const struct hb_table *t, void (*fn)(const struct hb_entry *, void *),
                       void *ctx)
 {
-    uint32_t n = t->chunk_used;
-    for (const struct hb_entry_chunk *c = t->chunks; c; c = c->next) {
-        for (uint32_t i = 0; i < n; i++)
-            fn(&c->entries[i], ctx);
-        n = HB_CHUNK_ENTRIES; /* only the newest chunk is partly used */
-    }
+    struct foreach_ctx f = {fn, ctx};
+    hb_pool_foreach(&t->pool, foreach_one, &f); /* entries are never put back */
 }
 
 size_t hb_table_memory(const struct hb_table *t)
 {
-    size_t chunks = 0;
-    for (const struct hb_entry_chunk *c = t->chunks; c; c = c->next)
-        chunks++;
-    return t->nbuckets * sizeof(*t->buckets) + chunks * sizeof(struct hb_entry_chunk);
+    return t->nbuckets * sizeof(*t->buckets) + hb_pool_memory(&t->pool);
 }

@@ -19,7 +19,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define HB_GOLDEN_RATIO_64 0x61C8864680B583EBull
+#include "util/hash.h"
+#include "util/pool.h"
 
 /* A buffer's calls come in runs of calls at one size (a loop sending the
  * same message): the entry keeps the current run open (size, where it
@@ -50,15 +51,12 @@ struct hb_table_params {
     uint32_t adapt_chain;
 };
 
-struct hb_entry_chunk;
-
 struct hb_table {
     struct hb_entry **buckets;
     unsigned shift;               /* 64 - bits */
     uint64_t nbuckets;
     struct hb_table_params p;
-    struct hb_entry_chunk *chunks; /* pool, newest first */
-    uint32_t chunk_used;           /* entries used in the newest chunk */
+    struct hb_pool pool;           /* the entries; never put back */
     uint64_t entries;
     uint64_t hot_entries;
     uint32_t max_chain;
@@ -73,7 +71,7 @@ static inline uintptr_t hb_table_key(const void *addr, unsigned op)
 
 static inline uint64_t hb_table_bucket(const struct hb_table *t, uintptr_t key)
 {
-    return (uint64_t)(key * HB_GOLDEN_RATIO_64) >> t->shift;
+    return hb_hash_golden(key, 64 - t->shift);
 }
 
 int hb_table_init(struct hb_table *t, const struct hb_table_params *p);

@@ -9,12 +9,13 @@
  * Life cycle:
  *     hb_transport_params_default(&p); p.device = ...; p.port = ...;
  *     rc = hb_transport_open(&p, rank, size, &t, why, sizeof why);
- *     hb_transport_bootstrap(rc == 0 ? t : NULL, allgather, ctx, ...);  // every rank, once
+ *     rc == 0 ? hb_transport_bootstrap(t, allgather, ctx, ...)           // every rank, once
+ *             : hb_transport_bootstrap_absent(size, allgather, ctx);
  *     ... hb_transport_write(t, peer, ...) -> HB_TR_AGAIN while connecting
  *         (use MPI for that message), HB_TR_OK once posted, HB_TR_FAILED
  *         for a peer that cannot be reached (use PMPI for it forever) ...
  *     hb_transport_progress(t);    // often: between MPI calls, in waits
- *     hb_transport_close(t);       // after a barrier: no peer still writes here
+ *     hb_transport_close(t, why, sizeof why); // after a barrier: no peer still writes here
  *
  * Not thread-safe: the caller serializes every call (hotbuf's runtime lock
  * under MPI_THREAD_MULTIPLE).  Memory registration of user buffers is the
@@ -69,7 +70,7 @@ struct hb_transport_params {
     size_t peer_budget;       /* bytes of memory per connected peer at most (default 64 KiB) */
     int fork_mode;            /* enum hb_fork_mode */
     int memlock_check;        /* 1 (default): refuse to open when RLIMIT_MEMLOCK cannot hold the
-                                 control area in the quarter the registration cache leaves; 0 for tests */
+                                 control area in the transport's share (util/memlock.h); 0 for tests */
     unsigned debug_cm_drop_every; /* tests only, N >= 2: lose received connection datagrams
                                      number 1, 1+N, 1+2N, ... (requests, replies, ready) */
     /* RDMA WRITE WITH IMMEDIATE arrived from peer (called inside hb_transport_progress;
@@ -97,10 +98,9 @@ typedef int (*hb_allgather_fn)(const void *mine, void *all, size_t bytes, void *
 /* Every rank calls exactly one of these, once: bootstrap after a
  * successful open, bootstrap_absent after a failed one (it contributes an
  * "absent" block; the others then see this rank as failed).
- * hb_transport_bootstrap(NULL, ...) right after a failed open is the same
- * as bootstrap_absent with that open's size (returns 0 when it took part).
  * Returns 0, or -1 with a reason (the allgather failed: close t, stay in
- * pass-through). */
+ * pass-through).  hb_transport_bootstrap(NULL, ...) is an error and takes
+ * no part in the collective. */
 int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, void *ctx,
                            char *why, size_t why_len);
 int hb_transport_bootstrap_absent(int size, hb_allgather_fn allgather, void *ctx);
@@ -254,8 +254,11 @@ void hb_transport_foreach_failed(const struct hb_transport *t,
 const char *hb_transport_state_name(enum hb_peer_state s);
 
 /* Releases everything (no MPI).  Call after a barrier so that no peer still
- * writes into memory registered here. */
-void hb_transport_close(struct hb_transport *t);
+ * writes into memory registered here.  Every step runs even after one
+ * failed; 0, or -1 with the first failure in why (may be NULL).  EBUSY from
+ * ibv_dealloc_pd means a registration made on hb_transport_pd() was never
+ * released: its owner leaked it.  t is freed either way. */
+int hb_transport_close(struct hb_transport *t, char *why, size_t why_len);
 
 /* ---- fork -------------------------------------------------------------------------------- */
 /* What hb_transport_open does about fork(), callable earlier on its own:

@@ -79,16 +79,9 @@ int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, vo
     char scratch[8];
     if (!why || !len)
         why = scratch, len = sizeof(scratch);
-    if (!t) { /* this rank's open failed: take part with an absent block */
-        if (hb_tr_failed_open_size <= 0) {
-            snprintf(why, len, "no transport and no failed open to take the job size from");
-            return -1;
-        }
-        if (hb_transport_bootstrap_absent(hb_tr_failed_open_size, allgather, ctx)) {
-            snprintf(why, len, "the bootstrap allgather failed");
-            return -1;
-        }
-        return 0;
+    if (!t) { /* a failed open calls hb_transport_bootstrap_absent instead */
+        snprintf(why, len, "no transport: after a failed open call hb_transport_bootstrap_absent");
+        return -1;
     }
     if (t->bootstrapped) {
         snprintf(why, len, "the transport is bootstrapped already");
@@ -234,7 +227,7 @@ void hb_tr_cm_list_del(struct hb_transport *t, struct hb_peer *pe)
 
 static void start_timer(struct hb_transport *t, struct hb_peer *pe)
 {
-    double now = hb_tr_now();
+    double now = hb_clock_s();
     pe->t_start = now;
     pe->backoff = t->p.retry_s;
     pe->t_next = now + pe->backoff;
@@ -590,7 +583,7 @@ static void drain_cq(struct hb_transport *t)
 
 void hb_tr_cm_timers(struct hb_transport *t)
 {
-    double now = hb_tr_now();
+    double now = hb_clock_s();
     for (int i = 0; i < t->cm_active; i++) {
         struct hb_peer *pe = t->peers[t->cm_list[i]];
         if (now >= pe->t_start + t->p.connect_timeout_s) {

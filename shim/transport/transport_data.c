@@ -236,7 +236,7 @@ int hb_transport_progress(struct hb_transport *t)
     if (t->cm_active)
         hb_tr_cm_timers(t);
     if ((++t->progress_calls & 31) == 0)
-        maybe_check_async(t, hb_tr_now());
+        maybe_check_async(t, hb_clock_s());
     return n;
 }
 
@@ -412,7 +412,7 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_y
     if (rc != HB_TR_AGAIN)
         return rc;
     struct hb_peer *pe = t->peers[op->peer];
-    double deadline = hb_tr_now() + t->p.op_timeout_s;
+    double deadline = hb_clock_s() + t->p.op_timeout_s;
     unsigned spins = 0;
     for (;;) {
         if (pe->state == HB_PEER_CONNECTED && pe->last_signaled < op->seq) {
@@ -428,7 +428,7 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_y
         if (n == 0 && yield && (spins & 7) == 0)
             yield(ctx);
         if ((spins & 63) == 0) {
-            double now = hb_tr_now();
+            double now = hb_clock_s();
             maybe_check_async(t, now);
             if (now > deadline) {
                 hb_tr_peer_fail(t, pe, 1, "an operation to rank %d did not complete within %.1f s",

@@ -33,8 +33,8 @@
  * UD QP (32 x 128 B + 128 x 16 B = 6 KiB) and the CQ's base entries for it
  * (160 x 64 B = 10 KiB): 40 KiB.  On a real NIC queues and CQ are pinned
  * memory as well; the memlock check asks that these 40 KiB fit in the
- * quarter of RLIMIT_MEMLOCK that the registration cache leaves
- * (hb_regcache_default_max_bytes takes three quarters), i.e. >= 160 KiB.
+ * transport's share of RLIMIT_MEMLOCK (util/memlock.h: the quarter the
+ * registration cache leaves), i.e. a limit >= 160 KiB.
  * soft-RoCE keeps its queues in kernel memory (256-B send WQE slots), so
  * the model overstates nothing that matters there.
  *
@@ -53,17 +53,16 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <linux/capability.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "transport_int.h"
+#include "util/ibdev.h"
+#include "util/memlock.h"
+#include "util/why.h"
 
 #define EST_CQE 64
 #define EST_AH 96
@@ -106,17 +105,6 @@ void hb_transport_params_default(struct hb_transport_params *p)
     p->memlock_check = 1;
 }
 
-static void say(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static void say(char *why, size_t len, const char *fmt, ...)
-{
-    if (!why || !len)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, len, fmt, ap);
-    va_end(ap);
-}
-
 uint32_t hb_tr_random(struct hb_transport *t)
 {
     /* xorshift64*: PSNs and attempt ids only need to differ between tries */
@@ -131,127 +119,42 @@ int hb_transport_fork_prepare(int mode, char *msg, size_t len)
 {
     switch (ibv_is_fork_initialized()) {
     case IBV_FORK_UNNEEDED:
-        say(msg, len, "not needed: the kernel copies pinned pages on fork");
+        hb_why(msg, len, "not needed: the kernel copies pinned pages on fork");
         return 0;
     case IBV_FORK_ENABLED:
-        say(msg, len, "ibv_fork_init in effect (RDMAV_FORK_SAFE or the MPI library)");
+        hb_why(msg, len, "ibv_fork_init in effect (RDMAV_FORK_SAFE or the MPI library)");
         return 0;
     default:
         break;
     }
     if (mode == HB_FORK_OFF) {
-        say(msg, len, "not protected (fork mode off): fork() may corrupt registered buffers");
+        hb_why(msg, len, "not protected (fork mode off): fork() may corrupt registered buffers");
         return -1;
     }
     int rc = ibv_fork_init();
     if (rc == 0) {
-        say(msg, len, "ibv_fork_init called: registered pages are not inherited by children");
+        hb_why(msg, len, "ibv_fork_init called: registered pages are not inherited by children");
         return 0;
     }
     if (rc == EINVAL)
-        say(msg, len, "not protected: memory was registered before ibv_fork_init (set RDMAV_FORK_SAFE=1)");
+        hb_why(msg, len, "not protected: memory was registered before ibv_fork_init (set RDMAV_FORK_SAFE=1)");
     else
-        say(msg, len, "not protected: ibv_fork_init failed: %s", strerror(rc));
+        hb_why(msg, len, "not protected: ibv_fork_init failed: %s", strerror(rc));
     return -1;
 }
 
-/* ---- memlock ---------------------------------------------------------------------------- */
-static int has_ipc_lock(void)
-{
-    struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
-    struct __user_cap_data_struct data[2] = {{0}};
-    if (syscall(SYS_capget, &hdr, data) != 0)
-        return 0;
-    return (data[CAP_IPC_LOCK / 32].effective >> (CAP_IPC_LOCK % 32)) & 1;
-}
-
-/* 0 = no limit applies, else the limit in bytes */
-static size_t memlock_limit(void)
-{
-    struct rlimit rl;
-    if (getrlimit(RLIMIT_MEMLOCK, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY || has_ipc_lock())
-        return 0;
-    return rl.rlim_cur ? (size_t)rl.rlim_cur : 1;
-}
-
 /* ---- device and port -------------------------------------------------------------------- */
-static int port_usable(struct ibv_context *ctx, int port, struct ibv_device_attr *da,
-                       struct ibv_port_attr *pa, char *why, size_t len)
-{
-    const char *name = ibv_get_device_name(ctx->device);
-    if (ibv_query_device(ctx, da)) {
-        say(why, len, "cannot query verbs device %s: %s", name, strerror(errno));
-        return -1;
-    }
-    if (port < 1 || port > da->phys_port_cnt) {
-        say(why, len, "verbs device %s has no port %d (it has %d)", name, port, da->phys_port_cnt);
-        return -1;
-    }
-    if (ibv_query_port(ctx, (uint8_t)port, pa)) {
-        say(why, len, "cannot query port %d of %s: %s", port, name, strerror(errno));
-        return -1;
-    }
-    if (pa->state != IBV_PORT_ACTIVE) {
-        say(why, len, "port %d of %s is not ACTIVE (%s)", port, name, ibv_port_state_str(pa->state));
-        return -1;
-    }
-    return 0;
-}
-
 static int open_device(struct hb_transport *t, char *why, size_t len)
 {
-    const char *want = t->p.device ? t->p.device : "";
-    int n = 0;
-    errno = 0;
-    struct ibv_device **list = ibv_get_device_list(&n);
-    if (!list || n == 0) {
-        const char *none = !list && errno == ENOSYS ? "the kernel has no RDMA support"
-                                                    : "libibverbs found none";
-        if (want[0])
-            say(why, len, "verbs device %s not found (no verbs device: %s)", want, none);
-        else
-            say(why, len, "no verbs device (%s)", none);
-        if (list)
-            ibv_free_device_list(list);
+    struct hb_ibdev d;
+
+    if (hb_ibdev_open(t->p.device, t->p.port, &d, why, len))
         return -1;
-    }
-    char seen[160] = "";
-    size_t used = 0;
-    int rc = -1;
-    for (int i = 0; i < n; i++) {
-        const char *name = ibv_get_device_name(list[i]);
-        if (want[0] && strcmp(name, want))
-            continue;
-        struct ibv_context *ctx = ibv_open_device(list[i]);
-        char one[128];
-        if (!ctx) {
-            snprintf(one, sizeof(one), "cannot open verbs device %s: %s", name, strerror(errno));
-        } else if (port_usable(ctx, t->p.port, &t->dev_attr, &t->port_attr, one, sizeof(one)) == 0) {
-            t->ctx = ctx;
-            snprintf(t->dev_name, sizeof(t->dev_name), "%s", name);
-            rc = 0;
-            break;
-        } else {
-            ibv_close_device(ctx);
-        }
-        if (want[0]) { /* the named device: its own reason */
-            say(why, len, "%s", one);
-            break;
-        }
-        if (used < sizeof(seen))
-            used += snprintf(seen + used, sizeof(seen) - used, "%s%s", used ? "; " : "", one);
-    }
-    if (rc && want[0] && !why[0]) {
-        used = 0;
-        for (int i = 0; i < n && used < sizeof(seen); i++)
-            used += snprintf(seen + used, sizeof(seen) - used, "%s%s", i ? ", " : "",
-                             ibv_get_device_name(list[i]));
-        say(why, len, "verbs device %s not found (present: %s)", want, seen);
-    } else if (rc && !want[0]) {
-        say(why, len, "no verbs device with an ACTIVE port %d (%s)", t->p.port, seen);
-    }
-    ibv_free_device_list(list);
-    return rc;
+    t->ctx = d.ctx;
+    t->dev_attr = d.dev_attr;
+    t->port_attr = d.port_attr;
+    snprintf(t->dev_name, sizeof(t->dev_name), "%s", d.name);
+    return 0;
 }
 
 /* ---- GID ----------------------------------------------------------------------------------- */
@@ -332,7 +235,7 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
 {
     if (t->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
         if (t->port_attr.lid == 0) {
-            say(why, len, "port %d of %s has no LID (no subnet manager?)", t->p.port, t->dev_name);
+            hb_why(why, len, "port %d of %s has no LID (no subnet manager?)", t->p.port, t->dev_name);
             return -1;
         }
         t->gid_index = -1;
@@ -345,7 +248,7 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
     int type;
     if (t->p.gid_index >= 0) {
         if (query_gid(t, t->p.gid_index, &g, &type) || gid_is_zero(&g)) {
-            say(why, len, "GID index %d of %s port %d is empty", t->p.gid_index, t->dev_name,
+            hb_why(why, len, "GID index %d of %s port %d is empty", t->p.gid_index, t->dev_name,
                 t->p.port);
             return -1;
         }
@@ -374,7 +277,7 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
             }
         }
         if (best < 0) {
-            say(why, len, "no usable GID on %s port %d (no IP address on its network device?)",
+            hb_why(why, len, "no usable GID on %s port %d (no IP address on its network device?)",
                 t->dev_name, t->p.port);
             return -1;
         }
@@ -391,14 +294,14 @@ int hb_tr_ensure_cq(struct hb_transport *t, int extra, char *why, size_t len)
     if (need <= t->cq_size)
         return 0;
     if (need > t->dev_attr.max_cqe) {
-        say(why, len, "the CQ would need %d entries, the device allows %d", need, t->dev_attr.max_cqe);
+        hb_why(why, len, "the CQ would need %d entries, the device allows %d", need, t->dev_attr.max_cqe);
         return -1;
     }
     int want = t->cq_size * 2 > need ? t->cq_size * 2 : need;
     if (want > t->dev_attr.max_cqe)
         want = t->dev_attr.max_cqe;
     if (ibv_resize_cq(t->cq, want)) {
-        say(why, len, "cannot grow the CQ to %d entries: %s", want, strerror(errno));
+        hb_why(why, len, "cannot grow the CQ to %d entries: %s", want, strerror(errno));
         return -1;
     }
     t->cq_size = t->cq->cqe;
@@ -427,7 +330,7 @@ struct ibv_qp *hb_tr_create_rc_qp(struct hb_transport *t, int peer, char *why, s
 {
     struct ibv_qp *qp = create_rc(t, t->max_inline, NULL, (void *)(intptr_t)(peer + 1));
     if (!qp) {
-        say(why, len, "cannot create an RC QP: %s", strerror(errno));
+        hb_why(why, len, "cannot create an RC QP: %s", strerror(errno));
         return NULL;
     }
     struct ibv_qp_attr a = {
@@ -435,7 +338,7 @@ struct ibv_qp *hb_tr_create_rc_qp(struct hb_transport *t, int peer, char *why, s
         .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
     };
     if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
-        say(why, len, "cannot move an RC QP to INIT: %s", strerror(errno));
+        hb_why(why, len, "cannot move an RC QP to INIT: %s", strerror(errno));
         ibv_destroy_qp(qp);
         return NULL;
     }
@@ -454,7 +357,7 @@ static int probe_rc(struct hb_transport *t, char *why, size_t len)
         qp = create_rc(t, 0, &cap, NULL);
     }
     if (!qp) {
-        say(why, len, "cannot create an RC QP on %s (send %u x %u sge, recv %u): %s", t->dev_name,
+        hb_why(why, len, "cannot create an RC QP on %s (send %u x %u sge, recv %u): %s", t->dev_name,
             t->p.sq_depth, t->p.max_sge, t->p.rq_depth, strerror(errno));
         return -1;
     }
@@ -473,7 +376,7 @@ static int create_ud(struct hb_transport *t, char *why, size_t len)
                 .max_send_sge = 1, .max_recv_sge = 1},
     };
     if (!(t->ud = ibv_create_qp(t->pd, &a))) {
-        say(why, len, "cannot create the UD QP on %s: %s", t->dev_name, strerror(errno));
+        hb_why(why, len, "cannot create the UD QP on %s: %s", t->dev_name, strerror(errno));
         return -1;
     }
     struct ibv_qp_attr q = {.qp_state = IBV_QPS_INIT, .pkey_index = 0,
@@ -491,12 +394,12 @@ static int create_ud(struct hb_transport *t, char *why, size_t len)
         rc = ibv_modify_qp(t->ud, &q, IBV_QP_STATE | IBV_QP_SQ_PSN);
     }
     if (rc) {
-        say(why, len, "cannot bring the UD QP to RTS: %s", strerror(rc > 0 ? rc : errno));
+        hb_why(why, len, "cannot bring the UD QP to RTS: %s", strerror(rc > 0 ? rc : errno));
         return -1;
     }
     for (int i = 0; i < HB_UD_RECV_SLOTS; i++)
         if (hb_tr_ud_post_recv(t, i)) {
-            say(why, len, "cannot post UD receives: %s", strerror(errno));
+            hb_why(why, len, "cannot post UD receives: %s", strerror(errno));
             return -1;
         }
     t->ud_free_mask = HB_UD_SEND_SLOTS >= 32 ? 0xffffffffu : (1u << HB_UD_SEND_SLOTS) - 1;
@@ -575,7 +478,7 @@ static int check_params(const struct hb_transport_params *p, int rank, int size,
                         size_t len)
 {
     if (size < 1 || size > HB_TR_MAX_RANKS || rank < 0 || rank >= size) {
-        say(why, len, "rank %d of %d out of the transport's range (at most %d ranks)", rank, size,
+        hb_why(why, len, "rank %d of %d out of the transport's range (at most %d ranks)", rank, size,
             HB_TR_MAX_RANKS);
         return -1;
     }
@@ -583,26 +486,23 @@ static int check_params(const struct hb_transport_params *p, int rank, int size,
         p->signal_every < 1 || p->signal_every > p->sq_depth / 2 || p->max_sge < 1 ||
         p->max_sge > HB_TR_MAX_SGE || p->connect_timeout_s <= 0 || p->retry_s <= 0 ||
         p->op_timeout_s <= 0) {
-        say(why, len, "invalid transport parameters (port %d, sq %u, rq %u, signal every %u, sge %u)",
+        hb_why(why, len, "invalid transport parameters (port %d, sq %u, rq %u, signal every %u, sge %u)",
             p->port, p->sq_depth, p->rq_depth, p->signal_every, p->max_sge);
         return -1;
     }
     struct hb_transport_mem m;
     mem_model(p, p->sq_depth, p->rq_depth, p->max_inline, &m);
     if (m.per_peer_bytes > p->peer_budget) {
-        say(why, len, "a connection would take %zu B, over the %zu B budget per peer (lower the queue depths)",
+        hb_why(why, len, "a connection would take %zu B, over the %zu B budget per peer (lower the queue depths)",
             m.per_peer_bytes, p->peer_budget);
         return -1;
     }
     return 0;
 }
 
-int hb_tr_failed_open_size;
-
 int hb_transport_open(const struct hb_transport_params *params, int rank, int size,
                       struct hb_transport **out, char *why, size_t len)
 {
-    hb_tr_failed_open_size = size; /* cleared on success: hb_transport_bootstrap(NULL) uses it */
     struct hb_transport_params defaults;
     if (!params) {
         hb_transport_params_default(&defaults);
@@ -617,14 +517,14 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
         return -1;
     struct hb_transport *t = calloc(1, sizeof(*t));
     if (!t) {
-        say(why, len, "out of memory");
+        hb_why(why, len, "out of memory");
         return -1;
     }
     t->p = *params;
     t->rank = rank, t->size = size;
     uint64_t r = 0;
     if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
-        r = (uint64_t)hb_tr_now() * 1000003u ^ (uint64_t)getpid() << 20;
+        r = (uint64_t)hb_clock_s() * 1000003u ^ (uint64_t)getpid() << 20;
     t->instance = r | 1;
     t->seed = r ^ ((uint64_t)rank << 32) ^ 0x9e3779b97f4a7c15ull;
     if (!t->seed)
@@ -633,12 +533,13 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     /* fork first: before anything of ours is registered */
     hb_transport_fork_prepare(t->p.fork_mode, t->fork_msg, sizeof(t->fork_msg));
 
-    size_t limit = memlock_limit();
-    if (t->p.memlock_check && limit && constant_pinned() * 4 > limit) {
-        say(why, len,
+    size_t limit = hb_memlock_limit();
+    if (t->p.memlock_check && limit && constant_pinned() > hb_memlock_transport_share(limit)) {
+        hb_why(why, len,
             "RLIMIT_MEMLOCK is %zu KiB: the transport pins %zu KiB (control area, queues) and needs "
             "them in the quarter the registration cache leaves, so at least %zu KiB (ulimit -l)",
-            limit / 1024, constant_pinned() / 1024, constant_pinned() * 4 / 1024);
+            limit / 1024, constant_pinned() / 1024,
+            hb_memlock_limit_for_transport(constant_pinned()) / 1024);
         goto fail;
     }
     if (open_device(t, why, len))
@@ -646,11 +547,11 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (choose_gid(t, why, len))
         goto fail;
     if (!(t->pd = ibv_alloc_pd(t->ctx))) {
-        say(why, len, "ibv_alloc_pd failed on %s: %s", t->dev_name, strerror(errno));
+        hb_why(why, len, "ibv_alloc_pd failed on %s: %s", t->dev_name, strerror(errno));
         goto fail;
     }
     if (posix_memalign((void **)&t->ctrl, 4096, HB_CTRL_BYTES)) {
-        say(why, len, "out of memory for the control area");
+        hb_why(why, len, "out of memory for the control area");
         goto fail;
     }
     memset(t->ctrl, 0, HB_CTRL_BYTES);
@@ -659,10 +560,10 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (!t->ctrl_mr) {
         int e = errno;
         if (limit)
-            say(why, len, "cannot register the %zu KiB control area on %s: %s (RLIMIT_MEMLOCK %zu KiB)",
+            hb_why(why, len, "cannot register the %zu KiB control area on %s: %s (RLIMIT_MEMLOCK %zu KiB)",
                 (size_t)HB_CTRL_BYTES / 1024, t->dev_name, strerror(e), limit / 1024);
         else
-            say(why, len, "cannot register the %zu KiB control area on %s: %s", (size_t)HB_CTRL_BYTES / 1024,
+            hb_why(why, len, "cannot register the %zu KiB control area on %s: %s", (size_t)HB_CTRL_BYTES / 1024,
                 t->dev_name, strerror(e));
         goto fail;
     }
@@ -672,7 +573,7 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (cqe > t->dev_attr.max_cqe)
         cqe = t->dev_attr.max_cqe;
     if (!(t->cq = ibv_create_cq(t->ctx, cqe, NULL, NULL, 0))) {
-        say(why, len, "cannot create a CQ of %d entries on %s: %s", cqe, t->dev_name, strerror(errno));
+        hb_why(why, len, "cannot create a CQ of %d entries on %s: %s", cqe, t->dev_name, strerror(errno));
         goto fail;
     }
     t->cq_size = t->cq->cqe;
@@ -688,45 +589,72 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     /* async events (QP fatal, device fatal) are read without blocking */
     int fl = fcntl(t->ctx->async_fd, F_GETFL);
     if (fl < 0 || fcntl(t->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        say(why, len, "cannot make the async event fd of %s non-blocking", t->dev_name);
+        hb_why(why, len, "cannot make the async event fd of %s non-blocking", t->dev_name);
         goto fail;
     }
     *out = t;
-    hb_tr_failed_open_size = 0;
     return 0;
 fail:
-    hb_transport_close(t);
+    hb_transport_close(t, NULL, 0);
     return -1;
 }
 
-void hb_transport_close(struct hb_transport *t)
+/* Keeps the first failure of a teardown step in why (rc: 0, or an errno
+ * value as the ibv_destroy and ibv_dealloc calls return it). */
+static int teardown_check(int rc, const char *what, const char *dev, char *why, size_t len,
+                          int *failed)
 {
-    if (!t)
-        return;
+    if (rc == 0)
+        return 0;
+    if (!*failed) {
+        if (rc == EBUSY && !strcmp(what, "ibv_dealloc_pd"))
+            hb_why(why, len, "ibv_dealloc_pd on %s: %s (a memory registration was left on "
+                   "the transport's protection domain)", dev, strerror(rc));
+        else
+            hb_why(why, len, "%s on %s: %s", what, dev, strerror(rc > 0 ? rc : errno));
+    }
+    *failed = 1;
+    return -1;
+}
+
+static void close_peers(struct hb_transport *t, char *why, size_t len, int *failed)
+{
     for (int i = 0; t->peers && i < t->size; i++) {
         struct hb_peer *pe = t->peers[i];
         if (!pe)
             continue;
         if (pe->qp)
-            ibv_destroy_qp(pe->qp);
+            teardown_check(ibv_destroy_qp(pe->qp), "ibv_destroy_qp", t->dev_name, why, len, failed);
         if (pe->ah)
-            ibv_destroy_ah(pe->ah);
+            teardown_check(ibv_destroy_ah(pe->ah), "ibv_destroy_ah", t->dev_name, why, len, failed);
         free(pe);
     }
     free(t->peers);
+}
+
+int hb_transport_close(struct hb_transport *t, char *why, size_t len)
+{
+    int failed = 0;
+    const char *dev;
+
+    if (!t)
+        return 0;
+    dev = t->dev_name;
+    close_peers(t, why, len, &failed);
     free(t->boot);
     if (t->ud)
-        ibv_destroy_qp(t->ud);
+        teardown_check(ibv_destroy_qp(t->ud), "ibv_destroy_qp (UD)", dev, why, len, &failed);
     if (t->cq)
-        ibv_destroy_cq(t->cq);
+        teardown_check(ibv_destroy_cq(t->cq), "ibv_destroy_cq", dev, why, len, &failed);
     if (t->ctrl_mr)
-        ibv_dereg_mr(t->ctrl_mr);
+        teardown_check(ibv_dereg_mr(t->ctrl_mr), "ibv_dereg_mr", dev, why, len, &failed);
     free(t->ctrl);
     if (t->pd)
-        ibv_dealloc_pd(t->pd);
+        teardown_check(ibv_dealloc_pd(t->pd), "ibv_dealloc_pd", dev, why, len, &failed);
     if (t->ctx)
-        ibv_close_device(t->ctx);
+        teardown_check(ibv_close_device(t->ctx), "ibv_close_device", dev, why, len, &failed);
     free(t);
+    return failed ? -1 : 0;
 }
 
 /* ---- accessors ---------------------------------------------------------------------------------- */

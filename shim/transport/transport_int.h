@@ -6,9 +6,9 @@
 
 #include <infiniband/verbs.h>
 #include <stdint.h>
-#include <time.h>
 
 #include "transport.h"
+#include "util/clock.h"
 
 #define HB_TR_REASON_LEN 128
 #define HB_TR_POLL_BATCH 16
@@ -143,17 +143,9 @@ struct hb_transport {
 };
 
 /* ---- shared helpers ------------------------------------------------------------------------ */
-static inline double hb_tr_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 uint32_t hb_tr_random(struct hb_transport *t);
 
 /* transport_dev.c */
-extern int hb_tr_failed_open_size; /* size given to the last hb_transport_open that failed */
 struct ibv_qp *hb_tr_create_rc_qp(struct hb_transport *t, int peer, char *why, size_t len);
 int hb_tr_ensure_cq(struct hb_transport *t, int extra, char *why, size_t len);
 void hb_tr_get_mem_peer(const struct hb_transport *t, struct hb_transport_mem *m);

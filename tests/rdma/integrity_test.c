@@ -124,7 +124,7 @@ static void fill(unsigned char *p, uint32_t i)
 static void rdma_write(struct verbs *v, struct hb_regcache *rc, const unsigned char *buf,
                        const struct endpoint *remote)
 {
-    struct hb_region *r;
+    struct hb_region *r = NULL;
     hb_memmon_sync_strict();
     if (hb_regcache_get(rc, buf, MSG, &r))
         die("registration failed");
@@ -170,11 +170,14 @@ static unsigned char *next_buffer(struct buffers *b, uint32_t i)
 
 static void sender(struct verbs *v, const struct endpoint *remote, uint32_t iters)
 {
-    struct hb_regcache *rc;
+    struct hb_regcache *rc = NULL;
     char why[200] = "";
     if (hb_regcache_create(&hb_regcache_verbs_watched_ops, v->pd, 0, 0, &rc))
         die("cache");
-    if (hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, rc, why, sizeof(why)))
+    /* the test's own switch, as hotbuf's config would pass it */
+    const char *mode = getenv("HOTBUF_MEMMON");
+    unsigned flags = mode && !strcmp(mode, "off") ? HB_MEMMON_F_MUTED : 0;
+    if (hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, rc, flags, why, sizeof(why)))
         die(why);
     /* A fixed mmap threshold: glibc would otherwise raise it after the first
      * free of a large block and serve the rest from the heap, never

@@ -56,6 +56,25 @@ static int fake_allgather(const void *mine, void *all, size_t bytes, void *ctx)
     return 0;
 }
 
+/* A registration left on the transport's PD: close must say so (EBUSY
+ * from ibv_dealloc_pd) instead of tearing down silently.  The MR is leaked
+ * on purpose; the process exits right after. */
+static int close_leak(const struct hb_transport_params *p)
+{
+    static char page[4096] __attribute__((aligned(4096)));
+    struct hb_transport *t = NULL;
+    char why[256] = "";
+    if (hb_transport_open(p, 0, 3, &t, why, sizeof(why))) {
+        printf("FAIL transport/close_leak: second open failed: %s\n", why);
+        return 1;
+    }
+    struct ibv_mr *mr = ibv_reg_mr(hb_transport_pd(t), page, sizeof(page), IBV_ACCESS_LOCAL_WRITE);
+    int rc = hb_transport_close(t, why, sizeof(why));
+    int ok = mr && rc != 0 && strstr(why, "registration was left") && !strchr(why, '\n');
+    printf("%s transport/close_leak: %s\n", ok ? "PASS" : "FAIL", mr ? why : "ibv_reg_mr failed");
+    return !ok;
+}
+
 static int open_mode(int argc, char **argv)
 {
     const char *name = "open", *expect = NULL;
@@ -92,15 +111,18 @@ static int open_mode(int argc, char **argv)
             printf("PASS transport/open_%s: %s port %d gid[%d] %s %s mtu %d inline %u; fork: %s (%.1f ms)\n",
                    name, in.device, in.port, in.gid_index, in.gid_type, in.gid, in.active_mtu,
                    in.max_inline, in.fork, dt * 1e3);
-            hb_transport_close(t);
-            return 0;
+            if (hb_transport_close(t, why, sizeof(why))) {
+                printf("FAIL transport/close_%s: %s\n", name, why);
+                return 1;
+            }
+            return close_leak(&p);
         }
         printf("FAIL transport/open_%s: open failed: %s\n", name, why);
         return 1;
     }
     if (rc == 0) {
         printf("FAIL transport/open_%s: opened, expected an error with \"%s\"\n", name, expect);
-        hb_transport_close(t);
+        hb_transport_close(t, NULL, 0);
         return 1;
     }
     int ok = expect && strstr(why, expect) && !strchr(why, '\n');
@@ -109,9 +131,10 @@ static int open_mode(int argc, char **argv)
     fake_calls = 0;
     int brc = hb_transport_bootstrap(NULL, fake_allgather, NULL, bwhy, sizeof(bwhy));
     int arc = hb_transport_bootstrap_absent(3, fake_allgather, NULL);
-    int bok = brc == 0 && arc == 0 && fake_calls == 2;
+    int bok = brc != 0 && arc == 0 && fake_calls == 1;
     printf("%s transport/open_%s: error in %.1f ms: %s%s\n", ok && bok ? "PASS" : "FAIL", name,
-           dt * 1e3, why, bok ? "" : " [bootstrap(NULL)/bootstrap_absent did not take part]");
+           dt * 1e3, why,
+           bok ? "" : " [bootstrap(NULL) must refuse, bootstrap_absent must take part]");
     return !(ok && bok);
 }
 
@@ -213,8 +236,8 @@ static int open_inst(struct inst *in, struct hb_transport_params *p, int absent,
 {
     memset(in, 0, sizeof(*in));
     int rc = absent ? -1 : hb_transport_open(p, rank, nranks, &in->t, why, len);
-    if (rc) { /* as the runtime does it: bootstrap(NULL) after the failed open */
-        rc = hb_transport_bootstrap(NULL, allgather_cb, &comm, NULL, 0) ? -2 : -1;
+    if (rc) { /* as the runtime does it: an absent block after the failed open */
+        rc = hb_transport_bootstrap_absent(nranks, allgather_cb, &comm) ? -2 : -1;
     } else if (hb_transport_bootstrap(in->t, allgather_cb, &comm, why, len)) {
         rc = -2;
     } else {
@@ -234,7 +257,9 @@ static void close_inst(struct inst *in)
     PMPI_Barrier(comm); /* nobody writes into our memory any more */
     if (in->mr)
         ibv_dereg_mr(in->mr);
-    hb_transport_close(in->t);
+    char why[200] = "";
+    if (hb_transport_close(in->t, why, sizeof(why)))
+        printf("FAIL transport/close_rank%d: %s\n", rank, why);
     free(in->rem);
     memset(in, 0, sizeof(*in));
 }

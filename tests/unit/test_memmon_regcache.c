@@ -336,7 +336,7 @@ int main(void)
     mallopt(M_TRIM_THRESHOLD, 512 * 1024 * 1024); /* only malloc_trim trims */
     mallopt(M_TOP_PAD, 0);
 
-    if (hb_memmon_start(on_change, NULL, why, sizeof why) != 0) {
+    if (hb_memmon_start(on_change, NULL, 0, why, sizeof why) != 0) {
         printf("memory monitor unavailable: %s\n", why);
         printf("NOT APPLICABLE: all scenarios (hotbuf would cache only its own memory)\n");
         CHECK(!"memory monitor available (expected on the project's hosts)");

@@ -301,7 +301,9 @@ int main(int argc, char **argv)
         bench_reg();
     PMPI_Barrier(comm);
     ibv_dereg_mr(mr);
-    hb_transport_close(t);
+    char cwhy[200] = "";
+    if (hb_transport_close(t, cwhy, sizeof(cwhy)))
+        fprintf(stderr, "rdma_lat: rank %d: %s\n", rank, cwhy);
     MPI_Finalize();
     return 0;
 }

@@ -1,13 +1,13 @@
 /* Intrusive circular doubly-linked list.
  *
- * The registration cache keeps every region on at most one list at a time
- * (idle LRU, retired, or garbage), so one embedded link per region is
- * enough and list operations never allocate.  An unlinked node points to
- * itself, which makes hb_list_del() idempotent and lets callers test
- * membership with hb_list_linked().
+ * The node is embedded in the object (one link per list the object can be
+ * on), so list operations never allocate.  The registration cache keeps
+ * every region on at most one list at a time (idle LRU, retired,
+ * garbage).  An unlinked node points to itself, which makes hb_list_del()
+ * idempotent and lets callers test membership with hb_list_linked().
  */
-#ifndef HOTBUF_REGCACHE_LIST_H
-#define HOTBUF_REGCACHE_LIST_H
+#ifndef HOTBUF_UTIL_LIST_H
+#define HOTBUF_UTIL_LIST_H
 
 #include <stddef.h>
 

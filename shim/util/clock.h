@@ -1,0 +1,30 @@
+/* The monotonic clock every timing in hotbuf reads: timeouts and retries
+ * in the transport, the monitor's waits, and the cost-model measurements.
+ * CLOCK_MONOTONIC: never jumps with the wall clock, so a timeout cannot
+ * fire early (or never) because of an NTP step. */
+#ifndef HOTBUF_UTIL_CLOCK_H
+#define HOTBUF_UTIL_CLOCK_H
+
+#include <time.h>
+
+/* Nanoseconds since an arbitrary fixed point, as a double: differences of
+ * a few ns stay exact for years of uptime (53-bit mantissa). */
+static inline double hb_clock_ns(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+static inline double hb_clock_us(void)
+{
+    return hb_clock_ns() * 1e-3;
+}
+
+static inline double hb_clock_s(void)
+{
+    return hb_clock_ns() * 1e-9;
+}
+
+#endif
