@@ -34,18 +34,12 @@ static void stop(const struct hb_ctx *ctx)
     ag.on = 0;
 }
 
-static void summarize(const struct hb_ctx *ctx, void *rec)
-{
-    (void)ctx;
-    memcpy(rec, &ag.stats, sizeof(ag.stats));
-}
-
 const struct hb_subsys hb_ag_subsys = {
     .name = "allgather",
     .start = start,
     .stop = stop,
     .section = &hb_ag_section,
-    .summarize = summarize,
+    .counters = &ag.stats,
 };
 
 int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,

@@ -5,7 +5,7 @@
  * below, the mutable globals are one module-state struct per part that the
  * wrappers reach without a context, each saying so where it is defined:
  * the datatype cache (track_mpi.c), notes (note.c), progress callbacks
- * (progress.c), and each subsystem's state (persist, rma, allgather).  The
+ * (progress.c), and each subsystem's module state.  The
  * subsystems get the runtime's objects through the struct hb_ctx they are
  * started with (ctx.h), never through hb_rt.  (Outside shim/: the memory
  * monitor's process-wide state in regcache/.)

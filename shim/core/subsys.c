@@ -2,6 +2,7 @@
 #include "subsys.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "note.h"
 #include "report/report_gather.h"
@@ -64,11 +65,17 @@ static char *summarize_all(const struct hb_ctx *ctx, size_t *len)
             continue;
         if (s->summarize)
             s->summarize(ctx, rec + off);
+        else if (s->counters)
+            memcpy(rec + off, s->counters, s->section->record_size);
         off += s->section->record_size;
     }
     *len = total;
     return rec;
 }
+
+/* Without a tracker nothing becomes hot: the report says so. */
+static const struct hb_threshold_params no_tp;
+static const uint32_t no_thr[HB_SIZE_CLASSES];
 
 void hb_subsys_report(const struct hb_ctx *ctx)
 {
@@ -78,8 +85,13 @@ void hb_subsys_report(const struct hb_ctx *ctx)
     struct hb_report_input in = {
         .comm = ctx->comm, .rank = ctx->rank, .size = ctx->size,
         .thread_level = ctx->thread_level, .cfg = ctx->cfg, .cost = ctx->cost,
-        .tracker = ctx->tracker, .layout = {sec, sections(sec)},
+        .tracker = ctx->tracker, .tp = &no_tp, .thresholds = no_thr,
+        .layout = {sec, sections(sec)},
     };
+    if (ctx->tracker) {
+        in.tp = &ctx->tracker->tp;
+        in.thresholds = ctx->tracker->thr;
+    }
     in.nnotes = hb_notes(&in.notes);
     in.sections = rec; /* NULL (no memory): the report is agreed off */
     hb_report_at_finalize(&in);

@@ -25,9 +25,11 @@ struct hb_subsys {
     /* Releases everything; may use PMPI and the RDMA side.  NULL: none. */
     void (*stop)(const struct hb_ctx *ctx);
     /* Its part of the report (NULL: none), and how this rank's record is
-     * filled (section->record_size bytes, zeroed). */
+     * filled (section->record_size bytes, zeroed): by summarize, or else
+     * copied from counters (a struct that is its own record). */
     const struct hb_report_section *section;
     void (*summarize)(const struct hb_ctx *ctx, void *rec);
+    const void *counters;
 };
 
 /* For a start that all ranks must agree on (collective over ctx->comm):

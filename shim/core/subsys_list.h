@@ -17,7 +17,7 @@
 #define HB_SUBSYS_FOR_EACH(_)                                                  \
     _(hb_rdma_subsys)    /* core/rdma_subsys.c: the report's RDMA section */   \
     _(hb_persist_subsys) /* persist/persist.c: persistent send requests */     \
-    _(hb_rma_subsys)     /* rma/rma_win.c: MPI_Put/MPI_Get on RDMA */           \
+    _(hb_rma_subsys)     /* rma/rma_win.c: MPI_Put/MPI_Get on RDMA */          \
     _(hb_ag_subsys)      /* coll/allgather.c: MPI_Allgather on RDMA */
 
 #endif

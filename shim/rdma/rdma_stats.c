@@ -93,17 +93,9 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     (void)r;
     fprintf(out, "{\"status\": ");
     hb_report_json_string(out, d->status);
-    fprintf(out,
-            ", \"ranks_up\": %llu, \"peers_connected\": %llu, \"peers_failed\": %llu, "
-            "\"transport_bytes_max\": %llu, \"bytes_per_peer\": %llu, \"cache_regions\": %llu, "
-            "\"cache_pinned_max\": %llu, \"cache_hits\": %llu, \"cache_misses\": %llu, "
-            "\"cache_invalidations\": %llu, \"memmon_events\": %llu",
-            (unsigned long long)s->up, (unsigned long long)s->peers_connected,
-            (unsigned long long)s->peers_failed, (unsigned long long)s->transport_bytes,
-            (unsigned long long)s->per_peer_bytes, (unsigned long long)s->cache_entries,
-            (unsigned long long)s->cache_pinned, (unsigned long long)s->cache_hits,
-            (unsigned long long)s->cache_misses, (unsigned long long)s->cache_invalidations,
-            (unsigned long long)s->memmon_events);
+#define HB_RDMA_JSON(f, key) fprintf(out, ", \"%s\": %llu", key, (unsigned long long)s->f);
+    HB_RDMA_FIELDS(HB_RDMA_JSON)
+#undef HB_RDMA_JSON
     json_failed(out, d);
 }
 

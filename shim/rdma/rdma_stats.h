@@ -17,13 +17,25 @@ struct hb_failed_peer {
     char reason[120];
 };
 
-/* One rank's RDMA figures. */
+/* One rank's RDMA figures: field, JSON key of the merged value. */
+#define HB_RDMA_FIELDS(_)                                                      \
+    _(up, "ranks_up")             /* 1 if the transport is open */             \
+    _(peers_connected, "peers_connected")                                      \
+    _(peers_failed, "peers_failed")                                            \
+    _(transport_bytes, "transport_bytes_max")                                  \
+    _(per_peer_bytes, "bytes_per_peer")                                        \
+    _(cache_entries, "cache_regions")                                          \
+    _(cache_pinned, "cache_pinned_max")                                        \
+    _(cache_hits, "cache_hits")                                                \
+    _(cache_misses, "cache_misses")                                            \
+    _(cache_invalidations, "cache_invalidations")                              \
+    _(memmon_events, "memmon_events")
+
+#define HB_RDMA_FIELD(f, key) uint64_t f;
 struct hb_rdma_summary {
-    uint64_t up;                  /* 1 if the transport is open */
-    uint64_t peers_connected, peers_failed, transport_bytes, per_peer_bytes;
-    uint64_t cache_entries, cache_pinned, cache_hits, cache_misses, cache_invalidations;
-    uint64_t memmon_events;
+    HB_RDMA_FIELDS(HB_RDMA_FIELD)
 };
+#undef HB_RDMA_FIELD
 
 /* One rank's record. */
 struct hb_rdma_record {

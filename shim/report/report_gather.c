@@ -84,8 +84,7 @@ static void write_report(const struct hb_report_input *in, int mode, const struc
 {
     struct hb_report_context ctx = {
         .cfg = in->cfg, .cost = in->cost,
-        .tp = in->tracker ? &in->tracker->tp : NULL,
-        .thresholds = in->tracker ? in->tracker->thr : NULL,
+        .tp = in->tp, .thresholds = in->thresholds,
         .thread_level = thread_level_name(in->thread_level),
         .nnotes = in->nnotes,
     };

@@ -15,6 +15,8 @@ struct hb_report_input {
     const struct hb_config *cfg;
     const struct hb_costmodel *cost;
     const struct hb_tracker *tracker; /* NULL: this rank has none (reports nothing) */
+    const struct hb_threshold_params *tp; /* the thresholds, also without a tracker */
+    const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
     struct hb_report_layout layout;   /* the same on every rank */
     const void *sections;             /* this rank's section records, in layout order */
     const char (*notes)[HB_NOTE_LEN];

@@ -79,18 +79,12 @@ static void stop(const struct hb_ctx *ctx)
     hb_rma.on = 0;
 }
 
-static void summarize(const struct hb_ctx *ctx, void *rec)
-{
-    (void)ctx;
-    memcpy(rec, &hb_rma.stats, sizeof(hb_rma.stats));
-}
-
 const struct hb_subsys hb_rma_subsys = {
     .name = "rma",
     .start = start,
     .stop = stop,
     .section = &hb_rma_section,
-    .summarize = summarize,
+    .counters = &hb_rma.stats,
 };
 
 void hb_rma_win_unhandled(int reason)
