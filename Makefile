@@ -37,13 +37,17 @@ LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 #   shim/rma, shim/coll, shim/persist     subsystems (never use each other)
 #   pmpi                                  the bindings
 UTIL_SRC := $(wildcard shim/util/*.c)
+# Report sections (*_stats.c) are MPI-free too: the report's unit test renders them.
+STATS_SRC := $(wildcard shim/*/*_stats.c)
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
-            shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c
-MPI_SRC  := $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
+            shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
+            $(STATS_SRC)
+MPI_SRC  := $(filter-out $(STATS_SRC), \
+            $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
-            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c
+            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c)
 HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h pmpi/*.def regcache/*.h)
 INCLUDES := -I. -Ishim
 

@@ -12,6 +12,7 @@
  *                     otherwise and for large blocks; copy-based through
  *                     the collective buffer for small blocks, zero-copy
  *                     into the registered receive buffer for large ones
+ *   allgather_stats.c counters, reasons and the report section
  *
  * Every rank must take the same path for the same call, so the choice
  * depends only on what all ranks share: the communicator's state (agreed
@@ -24,13 +25,11 @@
 
 #include <mpi.h>
 
-#include "report/report.h"
+#include "allgather_stats.h"
 
-/* Collective over hotbuf's communicator after the transport started. */
-void hb_ag_start(void);
-/* Frees the state of communicators still alive (before the transport closes). */
-void hb_ag_stop(void);
-void hb_ag_summarize(struct hb_ag_summary *s);
+/* The subsystem (core/subsys_list.h) is hb_ag_subsys: its start agrees on
+ * whether the RDMA Allgather is on; its stop frees the state of
+ * communicators still alive (before the transport closes). */
 
 /* The wrappers: track the receive buffer, then RDMA or PMPI. */
 int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,

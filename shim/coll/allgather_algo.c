@@ -31,14 +31,15 @@
 
 #include <infiniband/verbs.h>
 
+#include "allgather_int.h"
+#include "core/progress.h"
+#include "core/track_mpi.h"
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
-#include "allgather_int.h"
-#include "core/runtime.h"
-#include "core/track_mpi.h"
 #include "transport/transport.h"
 
 struct ag_call {
+    struct hb_ag *ag;
     struct hb_ag_comm *c;
     struct hb_transport *t;
     uint64_t seq, block;
@@ -54,7 +55,7 @@ static void fatal(const struct ag_call *a, int to, const char *what)
 {
     fprintf(stderr, "hotbuf: rank %d: MPI_Allgather on RDMA: %s (rank %d of the communicator: %s); "
                     "aborting, the other ranks are inside the same call\n",
-            hb_rt.rank, what, to, hb_transport_peer_reason(a->t, a->c->peers[to].world));
+            a->ag->ctx->rank, what, to, hb_transport_peer_reason(a->t, a->c->peers[to].world));
     PMPI_Abort(a->c->comm, 1);
 }
 
@@ -79,7 +80,7 @@ static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_
             return;
         if (rc != HB_TR_BUSY)
             fatal(a, to, "a write failed");
-        hb_transport_progress(a->t); /* send queue full: completions free it */
+        hb_progress(); /* send queue full: completions free it */
     }
 }
 
@@ -90,7 +91,7 @@ static void post_small(struct ag_call *a, int to, const void *src, size_t len, s
                        unsigned signal)
 {
     const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->mr->lkey, p->area + field, p->rkey, a->small | signal);
+    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey, a->small | signal);
 }
 
 /* Waits until a peer's write of this call has landed in *flag.  No time
@@ -99,11 +100,11 @@ static void post_small(struct ag_call *a, int to, const void *src, size_t len, s
 static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 {
     for (unsigned spins = 1; *flag < a->seq; spins++) {
-        hb_transport_progress(a->t);
+        hb_progress();
         if ((spins & 63) == 0)
             sched_yield(); /* oversubscribed: the peer may need this CPU */
         if ((spins & 1023) == 0) {
-            hb_mpi_progress(NULL);
+            hb_progress_yield(NULL);
             if (hb_transport_peer_state(a->t, a->c->peers[from].world) == HB_PEER_FAILED)
                 fatal(a, from, "a peer failed");
         }
@@ -215,27 +216,28 @@ static void choose_buffer(struct ag_call *a, int zcopy, void *rbuf, int direct,
     uint64_t total = (uint64_t)c->size * a->block;
     if (!zcopy) {
         a->buf = c->buffer + (a->seq & 1) * c->half;
-        a->lkey = c->mr->lkey;
-        a->rkey = c->mr->rkey;
+        a->lkey = c->lkey;
+        a->rkey = c->rkey;
         return;
     }
     a->buf = direct ? rbuf : (*tmp = malloc(total));
-    if (!a->buf || hb_rdma_register(&hb_rt.rdma, a->buf, total, reg))
+    if (!a->buf || hb_rdma_register(a->ag->ctx->rdma, a->buf, total, reg))
         fatal(a, c->rank, "the receive buffer cannot be registered");
     a->lkey = hb_region_mr(*reg)->lkey;
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-              int rcount, MPI_Datatype rtype, uint64_t block)
+int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scount,
+              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, uint64_t block)
 {
+    const struct hb_config *cfg = ag->ctx->cfg;
     uint64_t total = (uint64_t)c->size * block;
-    int zcopy = block >= hb_rt.cfg.ag_zcopy || total > c->half;
+    int zcopy = block >= cfg->ag_zcopy || total > c->half;
     if (total > 0x7fffffff || (zcopy && total > c->zcopy_max))
         return -1; /* the same on every rank: total and zcopy_max are shared */
-    int use_ring = !c->pow2 || block >= hb_rt.cfg.ag_ring;
+    int use_ring = !c->pow2 || block >= cfg->ag_ring;
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
-    struct ag_call a = {.c = c, .t = hb_rt.rdma.tr, .seq = ++c->seq, .block = block,
+    struct ag_call a = {.ag = ag, .c = c, .t = ag->ctx->rdma->tr, .seq = ++c->seq, .block = block,
                         .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
@@ -253,17 +255,17 @@ int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype s
     else
         recursive_doubling(&a);
     for (int i = 0; i < a.ndest; i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], hb_mpi_progress, NULL) != HB_TR_OK)
+        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) != HB_TR_OK)
             fatal(&a, a.dest[i], "a write did not complete");
 
     if (a.buf != rbuf)
         unpack(a.buf, total, rbuf, rcount * c->size, rtype);
     if (reg)
-        hb_regcache_put(hb_rt.rdma.cache, reg);
+        hb_regcache_put(ag->ctx->rdma->cache, reg);
     free(tmp);
-    hb_ag_stats.algos[use_ring ? (zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
-                               : (zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
-    hb_ag_stats.calls_rdma++;
-    hb_ag_stats.bytes_rdma += total;
+    ag->stats.algos[use_ring ? (zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
+                             : (zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
+    ag->stats.calls_rdma++;
+    ag->stats.bytes_rdma += total;
     return 0;
 }

@@ -5,111 +5,131 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
-#include "regcache/regcache.h"
-#include "regcache/regcache_verbs.h"
 #include "allgather.h"
 #include "allgather_int.h"
-#include "core/runtime.h"
+#include "core/host.h"
+#include "core/progress.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
 
-static int keyval = MPI_KEYVAL_INVALID;
-static struct hb_ag_comm *live; /* states with an attribute, for hb_ag_stop */
-
-static void state_free(struct hb_ag_comm *c)
+/* The area's registration goes back to the cache before the memory goes:
+ * the cache may keep it, and the memory monitor drops it if free() gives
+ * the pages back to the system. */
+static void area_free(struct hb_ag *ag, struct hb_ag_comm *c)
 {
-    if (c->mr)
-        ibv_dereg_mr(c->mr);
+    if (c->region)
+        hb_regcache_put(ag->ctx->rdma->cache, c->region);
     free(c->area);
+    c->region = NULL;
+    c->area = NULL;
+}
+
+static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    area_free(ag, c);
     free(c->peers);
     free(c);
 }
 
 /* Every rank has finished the last Allgather on the communicator: its
  * peers' writes into this area all landed (it waited for their flags) and
- * its own writes completed, so the area can go. */
+ * its own writes completed, so the area can go.  extra is the module
+ * state (given at keyval creation). */
 static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
 {
+    struct hb_ag *ag = extra;
     struct hb_ag_comm *c = value;
-    (void)comm, (void)key, (void)extra;
+    (void)comm, (void)key;
     if (c->prev)
         c->prev->next = c->next;
-    else if (live == c)
-        live = c->next;
+    else if (ag->live == c)
+        ag->live = c->next;
     if (c->next)
         c->next->prev = c->prev;
-    state_free(c);
+    state_free(ag, c);
     return MPI_SUCCESS;
 }
 
-int hb_ag_keyval_create(void)
+int hb_ag_keyval_create(struct hb_ag *ag)
 {
-    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &keyval, NULL);
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &ag->keyval, ag);
 }
 
-void hb_ag_free_all(void)
+void hb_ag_free_all(struct hb_ag *ag)
 {
-    while (live)
-        PMPI_Comm_delete_attr(live->comm, keyval); /* unlinks it */
-    if (keyval != MPI_KEYVAL_INVALID)
-        PMPI_Comm_free_keyval(&keyval);
+    while (ag->live)
+        PMPI_Comm_delete_attr(ag->live->comm, ag->keyval); /* unlinks it */
+    if (ag->keyval != MPI_KEYVAL_INVALID)
+        PMPI_Comm_free_keyval(&ag->keyval);
 }
 
-/* The registered area: flags, slots, data flags, two buffer halves. */
-static int area_create(struct hb_ag_comm *c)
+/* The area: flags, slots, data flags, two buffer halves; registered
+ * through the registration cache like every other buffer (charged to its
+ * caps) and held until the state is freed. */
+static int area_create(struct hb_ag *ag, struct hb_ag_comm *c)
 {
     c->data_entries = (size_t)(c->size > HB_AG_SLOTS ? c->size : HB_AG_SLOTS);
-    c->half = (size_t)hb_rt.cfg.ag_buffer;
+    c->half = (size_t)ag->ctx->cfg->ag_buffer;
     size_t head = sizeof(struct hb_ag_area) + c->data_entries * sizeof(uint64_t);
     head = (head + 63) & ~(size_t)63;
     c->area_len = head + 2 * c->half;
-    if (posix_memalign((void **)&c->area, 4096, c->area_len))
+    if (posix_memalign((void **)&c->area, 4096, c->area_len)) {
+        c->area = NULL;
         return -1;
+    }
     memset(c->area, 0, head);
     c->buffer = (char *)c->area + head;
-    c->mr = ibv_reg_mr(hb_transport_pd(hb_rt.rdma.tr), c->area, c->area_len,
-                       IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-    return c->mr ? 0 : -1;
+    if (hb_rdma_register(ag->ctx->rdma, c->area, c->area_len, &c->region)) {
+        c->region = NULL;
+        area_free(ag, c);
+        return -1;
+    }
+    c->lkey = hb_region_mr(c->region)->lkey;
+    c->rkey = hb_region_mr(c->region)->rkey;
+    return 0;
 }
 
 /* This rank's entry of the creation allgather. */
-static void describe_self(struct hb_ag_comm *c, struct hb_ag_peer *me)
+static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c, struct hb_ag_peer *me)
 {
+    const struct hb_ctx *ctx = ag->ctx;
     memset(me, 0, sizeof(*me));
     PMPI_Comm_rank(MPI_COMM_WORLD, &me->world);
     me->node = hb_host_hash();
-    if (!hb_rt.rdma.tr || !hb_rt.rdma.cache || !hb_rt.cfg.allgather)
+    me->ok = HB_AG_PEER_OFF;
+    if (!ctx->rdma->tr || !ctx->rdma->cache || !ctx->cfg->allgather)
         return;
-    if (area_create(c)) {
-        me->ok = 2; /* memory */
+    if (area_create(ag, c)) {
+        me->ok = HB_AG_PEER_NO_MEMORY;
         return;
     }
     me->area = (uint64_t)(uintptr_t)c->area;
-    me->rkey = c->mr->rkey;
+    me->rkey = c->rkey;
     size_t cap = hb_regcache_default_max_bytes();
-    if (hb_rt.cfg.regcache_bytes)
-        cap = (size_t)hb_rt.cfg.regcache_bytes;
+    if (ctx->cfg->regcache_bytes)
+        cap = (size_t)ctx->cfg->regcache_bytes;
     /* half of what the cache may pin, so one receive buffer always fits */
     me->zcopy_max = cap ? cap / 2 : ((uint64_t)1 << 40);
-    me->ok = 1;
+    me->ok = HB_AG_PEER_READY;
 }
 
 /* The same verdict on every rank, from the allgathered entries. */
-static int verdict(struct hb_ag_comm *c)
+static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
 {
     c->zcopy_max = UINT64_MAX;
     for (int i = 0; i < c->size; i++) {
-        if (c->peers[i].ok == 2)
+        if (c->peers[i].ok == HB_AG_PEER_NO_MEMORY)
             return HB_AGC_MEMORY;
-        if (c->peers[i].ok != 1)
+        if (c->peers[i].ok != HB_AG_PEER_READY)
             return HB_AGC_NO_RDMA;
         if (c->peers[i].zcopy_max < c->zcopy_max)
             c->zcopy_max = c->peers[i].zcopy_max;
     }
-    for (int i = 0; !hb_rt.cfg.intranode && i < c->size; i++)
+    for (int i = 0; !ag->ctx->cfg->intranode && i < c->size; i++)
         for (int j = i + 1; j < c->size; j++)
             if (c->peers[i].node == c->peers[j].node)
                 return HB_AGC_INTRANODE;
@@ -118,15 +138,15 @@ static int verdict(struct hb_ag_comm *c)
 
 /* Connects to every peer the algorithms use (all ranks are in this call,
  * so every connection gets both sides' progress).  1 when all are up. */
-static int connect_peers(struct hb_ag_comm *c)
+static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
 {
-    struct hb_transport *t = hb_rt.rdma.tr;
+    struct hb_transport *t = ag->ctx->rdma->tr;
     int need[2 * 64 + 2], n = 0;
     need[n++] = (c->rank + 1) % c->size;
     need[n++] = (c->rank + c->size - 1) % c->size;
     for (int k = 1; c->pow2 && k < c->size; k <<= 1)
         need[n++] = c->rank ^ k;
-    double deadline = MPI_Wtime() + hb_rt.cfg.connect_timeout;
+    double deadline = MPI_Wtime() + ag->ctx->cfg->connect_timeout;
     for (;;) {
         int up = 0, failed = 0;
         for (int i = 0; i < n; i++) {
@@ -136,11 +156,11 @@ static int connect_peers(struct hb_ag_comm *c)
         }
         if (up == n || failed || MPI_Wtime() > deadline)
             return up == n;
-        hb_transport_progress(t);
+        hb_progress();
     }
 }
 
-static struct hb_ag_comm *create(MPI_Comm comm)
+static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
 {
     struct hb_ag_comm *c = calloc(1, sizeof(*c));
     int inter = 0;
@@ -162,11 +182,11 @@ static struct hb_ag_comm *create(MPI_Comm comm)
         PMPI_Abort(comm, 1);
     }
     struct hb_ag_peer me;
-    describe_self(c, &me);
+    describe_self(ag, c, &me);
     PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE, comm);
     if (c->size > 1)
-        c->reason = verdict(c);
-    int reachable = c->reason < 0 ? connect_peers(c) : 1, all = reachable;
+        c->reason = verdict(ag, c);
+    int reachable = c->reason < 0 ? connect_peers(ag, c) : 1, all = reachable;
     if (c->reason < 0) { /* everyone took the same verdict, so everyone is here */
         PMPI_Allreduce(&reachable, &all, 1, MPI_INT, MPI_MIN, comm);
         if (!all)
@@ -175,32 +195,28 @@ static struct hb_ag_comm *create(MPI_Comm comm)
     return c;
 }
 
-struct hb_ag_comm *hb_ag_comm_get(MPI_Comm comm)
+struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
 {
     struct hb_ag_comm *c = NULL;
     int found = 0;
-    if (keyval == MPI_KEYVAL_INVALID)
+    if (ag->keyval == MPI_KEYVAL_INVALID)
         return NULL;
-    PMPI_Comm_get_attr(comm, keyval, &c, &found);
+    PMPI_Comm_get_attr(comm, ag->keyval, &c, &found);
     if (found)
         return c;
-    if (!(c = create(comm)))
+    if (!(c = create(ag, comm)))
         return NULL; /* out of memory before any collective: cannot happen unevenly enough to matter */
-    hb_ag_stats.comms++;
+    ag->stats.comms++;
     if (c->reason < 0)
-        hb_ag_stats.comms_rdma++;
+        ag->stats.comms_rdma++;
     else
-        hb_ag_stats.comms_pmpi[c->reason]++;
-    if (c->reason >= 0 && c->mr) { /* not served: give the memory back now */
-        ibv_dereg_mr(c->mr);
-        free(c->area);
-        c->mr = NULL;
-        c->area = NULL;
-    }
-    PMPI_Comm_set_attr(comm, keyval, c);
-    c->next = live;
-    if (live)
-        live->prev = c;
-    live = c;
+        ag->stats.comms_pmpi[c->reason]++;
+    if (c->reason >= 0) /* not served: give the memory back now */
+        area_free(ag, c);
+    PMPI_Comm_set_attr(comm, ag->keyval, c);
+    c->next = ag->live;
+    if (ag->live)
+        ag->live->prev = c;
+    ag->live = c;
     return c;
 }

@@ -1,4 +1,6 @@
-/* Internals shared by allgather_comm.c and allgather_algo.c. */
+/* Internals of the RDMA Allgather.  allgather.c owns the module state
+ * (struct hb_ag) and hands it down to allgather_comm.c and
+ * allgather_algo.c, which never call back up. */
 #ifndef HOTBUF_ALLGATHER_INT_H
 #define HOTBUF_ALLGATHER_INT_H
 
@@ -6,9 +8,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "report/report.h"
+#include "allgather_stats.h"
+#include "core/ctx.h"
 
-struct ibv_mr;
+struct hb_region;
 
 /* The registered area of one rank on one communicator.  Peers write into
  * it; each value is written by exactly one peer per call and carries the
@@ -38,6 +41,13 @@ struct hb_ag_area {
     volatile uint64_t data[]; /* max(size, HB_AG_SLOTS) entries, then the buffer */
 };
 
+/* Whether a rank can take part, as it tells the others at creation. */
+enum hb_ag_peer_state {
+    HB_AG_PEER_OFF = 0,       /* no transport or cache, or HOTBUF_ALLGATHER=0 */
+    HB_AG_PEER_READY = 1,     /* transport, cache and area ready */
+    HB_AG_PEER_NO_MEMORY = 2, /* its area could not be allocated or registered */
+};
+
 /* What every rank learns about each other rank at creation. */
 struct hb_ag_peer {
     uint64_t area;          /* address of its struct hb_ag_area */
@@ -45,7 +55,7 @@ struct hb_ag_peer {
     uint32_t rkey;
     int32_t world;          /* transport peer */
     uint32_t node;
-    uint32_t ok;            /* transport, cache and area ready */
+    uint32_t ok;            /* enum hb_ag_peer_state */
 };
 
 struct hb_ag_comm {
@@ -56,24 +66,33 @@ struct hb_ag_comm {
     struct hb_ag_area *area;
     size_t area_len, data_entries, half;
     char *buffer;           /* the two halves */
-    struct ibv_mr *mr;
+    struct hb_region *region; /* the area's registration (from the cache), held */
+    uint32_t lkey, rkey;    /* of the area */
     uint64_t seq;           /* calls on this communicator so far */
     uint64_t zcopy_max;     /* the smallest zcopy_max of all ranks */
     struct hb_ag_comm *next, *prev; /* live states, for finalize */
 };
 
-/* The attribute key that carries the state, and freeing every state left. */
-int hb_ag_keyval_create(void);
-void hb_ag_free_all(void);
+/* Process-wide state of the RDMA Allgather (module state). */
+struct hb_ag {
+    const struct hb_ctx *ctx;     /* from start */
+    int on;                       /* agreed by every rank at start */
+    int keyval;                   /* the attribute that carries a communicator's state */
+    struct hb_ag_comm *live;      /* states with an attribute, for stop */
+    struct hb_ag_summary stats;
+};
+
+/* allgather_comm.c: the attribute key, and freeing every state left. */
+int hb_ag_keyval_create(struct hb_ag *ag);
+void hb_ag_free_all(struct hb_ag *ag);
 
 /* Returns the communicator's state, creating it collectively on first use. */
-struct hb_ag_comm *hb_ag_comm_get(MPI_Comm comm);
+struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm);
 
-/* One Allgather of block bytes per rank on a served communicator: 0, or -1
- * when this call must go to PMPI (decided the same on every rank). */
-int hb_ag_run(struct hb_ag_comm *c, const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
-              int rcount, MPI_Datatype rtype, uint64_t block);
-
-extern struct hb_ag_summary hb_ag_stats;
+/* allgather_algo.c: one Allgather of block bytes per rank on a served
+ * communicator: 0, or -1 when this call must go to PMPI (decided the same
+ * on every rank). */
+int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scount,
+              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, uint64_t block);
 
 #endif

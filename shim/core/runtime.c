@@ -2,55 +2,17 @@
  * before MPI_Finalize (see runtime.h). */
 #include "runtime.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <sched.h>
-#include <unistd.h>
 
+#include "note.h"
+#include "progress.h"
+#include "subsys.h"
 #include "track/calibrate.h"
-#include "report/report_gather.h"
-#include "coll/allgather.h"
-#include "rma/rma.h"
 #include "track_mpi.h"
 
 struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};
 __thread int hb_nested __attribute__((tls_model("initial-exec")));
-
-void hb_note(const char *fmt, ...)
-{
-    char line[HB_NOTE_LEN];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(line, sizeof(line), fmt, ap);
-    va_end(ap);
-    if (hb_rt.rank == 0)
-        fprintf(stderr, "hotbuf: %s\n", line);
-    if (hb_rt.nnotes < HB_MAX_NOTES)
-        memcpy(hb_rt.notes[hb_rt.nnotes++], line, sizeof(line));
-}
-
-void hb_mpi_progress(void *ctx)
-{
-    int flag;
-    (void)ctx;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, hb_rt.comm, &flag, MPI_STATUS_IGNORE);
-    /* With more ranks than cores (oversubscribed nodes, the test guest) the
-     * rank being waited for needs this CPU; alone on a core it costs
-     * well under a microsecond. */
-    sched_yield();
-}
-
-uint32_t hb_host_hash(void)
-{
-    char name[256] = "";
-    uint32_t h = 2166136261u; /* FNV-1a */
-    gethostname(name, sizeof(name) - 1);
-    for (const char *p = name; *p; p++)
-        h = (h ^ (uint8_t)*p) * 16777619u;
-    return h;
-}
 
 static void warn_config(const char *line, void *ctx)
 {
@@ -67,16 +29,14 @@ static const char *env_lookup(const char *name)
  * on every rank, and the other ranks do not pay for the measurement.  One
  * line says what RDMA hotbuf has, and where R came from when it is not
  * measured. */
-static void calibrate_and_connect(void)
+static void calibrate_and_connect(const struct hb_ctx *ctx)
 {
     char why[128] = "";
-    if (hb_rt.rank == 0)
+    if (ctx->rank == 0)
         hb_calibrate(&hb_rt.cost, &hb_rt.cfg, why, sizeof(why));
-    PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, hb_rt.comm);
-    int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, hb_rt.rank, hb_rt.size, hb_rt.comm) == 0;
-    hb_rma_start();
-    hb_ag_start();
-    if (hb_rt.rank != 0)
+    PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, ctx->comm);
+    int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, ctx->rank, ctx->size, ctx->comm) == 0;
+    if (ctx->rank != 0)
         return;
     if (hb_rt.cost.reg_src != HB_COST_DEFAULT)
         hb_note("%s", hb_rt.rdma.status);
@@ -119,37 +79,49 @@ static void agree_config(void)
     hb_config_shared_apply(&hb_rt.cfg, min, warn_config, NULL);
 }
 
+/* The runtime's own start-up, then the subsystems'.  Every rank starts the
+ * subsystems, also one whose tracker failed: their start-up is collective. */
+static void start(struct hb_ctx *ctx)
+{
+    hb_rdma_prepare_fork(&hb_rt.rdma); /* before anything registers memory */
+    hb_progress_init(ctx->comm);
+    calibrate_and_connect(ctx);
+    hb_datatypes_init();
+    if (start_tracker())
+        hb_note("cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
+                hb_rt.cfg.hash_bits);
+    else
+        ctx->tracker = &hb_rt.tracker;
+    hb_subsys_start_all(ctx);
+    if (ctx->tracker)
+        hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
+}
+
 void hb_runtime_after_init(int provided)
 {
+    struct hb_ctx *ctx = &hb_rt.ctx;
     if (hb_rt.init_done)
         return;
     hb_rt.init_done = 1;
     hb_nested++;
-    PMPI_Comm_rank(MPI_COMM_WORLD, &hb_rt.rank);
-    PMPI_Comm_size(MPI_COMM_WORLD, &hb_rt.size);
-    hb_rt.thread_level = provided;
+    *ctx = (struct hb_ctx){.cfg = &hb_rt.cfg, .comm = MPI_COMM_NULL, .thread_level = provided,
+                           .cost = &hb_rt.cost, .rdma = &hb_rt.rdma};
+    PMPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
+    PMPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+    hb_note_set_rank(ctx->rank);
     hb_config_load(&hb_rt.cfg, env_lookup, warn_config, NULL);
     agree_config();
     if (!hb_rt.cfg.enable)
         goto out;
-    if (PMPI_Comm_dup(MPI_COMM_WORLD, &hb_rt.comm) != MPI_SUCCESS) {
+    if (PMPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm) != MPI_SUCCESS) {
         hb_note("cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
         goto out;
     }
     /* From here on every rank takes part in the collectives at finalize,
      * whatever fails locally below, so that no rank waits for another. */
     hb_rt.collective = 1;
-    hb_rt.lock_needed = provided == MPI_THREAD_MULTIPLE;
-    hb_rdma_prepare_fork(&hb_rt.rdma); /* before anything registers memory */
-    calibrate_and_connect();
-    hb_datatypes_init();
-    if (start_tracker()) {
-        hb_note("cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
-                hb_rt.cfg.hash_bits);
-        goto out;
-    }
-    hb_rt.tracker_ok = 1;
-    hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
+    hb_rt.lock_needed = ctx->lock_needed = provided == MPI_THREAD_MULTIPLE;
+    start(ctx);
 out:
     hb_nested--;
 }
@@ -161,17 +133,17 @@ void hb_runtime_before_finalize(void)
     hb_rt.finalize_done = 1;
     if (!hb_rt.collective)
         return;
+    struct hb_ctx *ctx = &hb_rt.ctx;
     hb_rt.tracking = HB_TRACK_OFF;
     hb_nested++;
-    hb_report_at_finalize();
-    hb_rma_stop();
-    hb_ag_stop();
-    hb_rdma_stop(&hb_rt.rdma, hb_rt.comm);
-    hb_persist_clear();
-    if (hb_rt.tracker_ok)
-        hb_tracker_destroy(&hb_rt.tracker);
-    hb_rt.tracker_ok = 0;
-    PMPI_Comm_free(&hb_rt.comm);
+    hb_subsys_report(ctx);
+    hb_subsys_stop_all(ctx);
+    hb_rdma_stop(&hb_rt.rdma, ctx->comm);
+    if (ctx->tracker)
+        hb_tracker_destroy(ctx->tracker);
+    ctx->tracker = NULL;
+    hb_progress_init(MPI_COMM_NULL);
+    PMPI_Comm_free(&ctx->comm);
     hb_nested--;
 }
 
@@ -185,7 +157,7 @@ void hb_runtime_note_abort(void)
  * instead of staying silent; never call MPI here. */
 __attribute__((destructor)) static void hb_runtime_at_exit(void)
 {
-    if (hb_rt.tracking && !hb_rt.finalize_done && hb_rt.rank == 0)
+    if (hb_rt.tracking && !hb_rt.finalize_done && hb_rt.ctx.rank == 0)
         fprintf(stderr, "hotbuf: %s; no buffer-reuse report\n",
                 hb_rt.aborted ? "MPI_Abort was called" : "MPI_Finalize was not called");
 }

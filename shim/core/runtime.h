@@ -1,8 +1,14 @@
 /* hotbuf's process-wide state and its life cycle (MPI_Init .. MPI_Finalize).
  *
- * The PMPI wrappers have no context argument, so the state is one global
- * struct: the only global in the library besides the per-thread nesting
- * counter below.
+ * The PMPI wrappers have no context argument, so the runtime's state is one
+ * global struct, hb_rt.  Besides it and the per-thread nesting counter
+ * below, the mutable globals are one module-state struct per part that the
+ * wrappers reach without a context, each saying so where it is defined:
+ * the datatype cache (track_mpi.c), notes (note.c), progress callbacks
+ * (progress.c), and each subsystem's module state.  The
+ * subsystems get the runtime's objects through the struct hb_ctx they are
+ * started with (ctx.h), never through hb_rt.  (Outside shim/: the memory
+ * monitor's process-wide state in regcache/.)
  */
 #ifndef HOTBUF_RUNTIME_H
 #define HOTBUF_RUNTIME_H
@@ -11,9 +17,9 @@
 #include <stdatomic.h>
 
 #include "config/config.h"
-#include "track/costmodel.h"
+#include "ctx.h"
 #include "rdma/rdma.h"
-#include "report/report.h"
+#include "track/costmodel.h"
 #include "track/tracker.h"
 
 struct hb_runtime {
@@ -23,15 +29,11 @@ struct hb_runtime {
     atomic_flag lock;
     int init_done, finalize_done, aborted;
     int collective;        /* joins the collectives at finalize (report, RDMA teardown) */
-    int tracker_ok;        /* the tracker was set up on this rank */
-    int rank, size, thread_level;
-    MPI_Comm comm;         /* hotbuf's own duplicate of MPI_COMM_WORLD */
     struct hb_config cfg;
     struct hb_costmodel cost;
     struct hb_tracker tracker;
     struct hb_rdma rdma;
-    char notes[HB_MAX_NOTES][HB_NOTE_LEN];
-    int nnotes;
+    struct hb_ctx ctx;     /* what subsystems get: points into the above */
 };
 
 extern struct hb_runtime hb_rt;
@@ -75,15 +77,5 @@ static inline void hb_unlock(void)
 void hb_runtime_after_init(int provided);
 void hb_runtime_before_finalize(void);
 void hb_runtime_note_abort(void);
-
-/* Drives MPI's progress engine once (a waiting rank may be the one another
- * rank's MPI operation depends on); the yield callback of hotbuf's waits. */
-void hb_mpi_progress(void *ctx);
-
-/* Hash of this host's name: ranks with equal hashes share a node. */
-uint32_t hb_host_hash(void);
-
-/* One line, printed on rank 0 and kept for the report's notes. */
-void hb_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -12,6 +12,7 @@ struct dtinfo {
     int64_t size, true_lb, extent, true_extent;
 };
 
+/* Global: read inline by every wrapper (hb_track), which has no context. */
 struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
 uint64_t hb_dt_mult = HB_GOLDEN_RATIO_64;
 

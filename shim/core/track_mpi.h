@@ -80,11 +80,12 @@ uint64_t hb_dt_contiguous_bytes(int count, MPI_Datatype type);
 uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
                             MPI_Comm comm, void *ret); /* returns the call site */
 
-/* Persistent sends: remembered at *_init, counted at every Start. */
+/* Persistent sends: remembered at *_init, counted at every Start.
+ * Implemented by the persist subsystem (persist/persist.c); declared here,
+ * where the bindings look for the tracking calls. */
 void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MPI_Datatype type,
                     int peer, void *ret);
 void hb_persist_start(MPI_Request req);
 void hb_persist_remove(MPI_Request req);
-void hb_persist_clear(void);
 
 #endif

@@ -7,6 +7,7 @@
 #include <uthash.h>
 
 #include "core/runtime.h"
+#include "core/subsys.h"
 #include "core/track_mpi.h"
 
 struct persist_req {
@@ -18,7 +19,10 @@ struct persist_req {
     UT_hash_handle hh;
 };
 
-static struct persist_req *requests; /* uthash head; touched under hb_lock */
+/* Module state.  Static: the wrappers that reach it have no context. */
+static struct {
+    struct persist_req *requests; /* uthash head; touched under hb_lock */
+} persist;
 
 static uint64_t req_key(MPI_Request r)
 {
@@ -38,7 +42,7 @@ void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MP
     p->site = hb_track_site(op, ret); /* here, while ret is on the stack */
     p->empty = hb_use_compute(buf, count, type, peer, &p->use, &p->proc_null);
     hb_lock();
-    HASH_REPLACE(hh, requests, key, sizeof(uint64_t), p, old);
+    HASH_REPLACE(hh, persist.requests, key, sizeof(uint64_t), p, old);
     hb_unlock();
     free(old); /* a handle the MPI library reused without a Request_free we saw */
 }
@@ -48,7 +52,7 @@ void hb_persist_start(MPI_Request req)
     uint64_t key = req_key(req);
     struct persist_req *p, copy;
     hb_lock();
-    HASH_FIND(hh, requests, &key, sizeof(key), p);
+    HASH_FIND(hh, persist.requests, &key, sizeof(key), p);
     if (p)
         copy = *p; /* another thread may free p once the lock is released */
     hb_unlock();
@@ -61,18 +65,25 @@ void hb_persist_remove(MPI_Request req)
     uint64_t key = req_key(req);
     struct persist_req *p;
     hb_lock();
-    HASH_FIND(hh, requests, &key, sizeof(key), p);
+    HASH_FIND(hh, persist.requests, &key, sizeof(key), p);
     if (p)
-        HASH_DEL(requests, p);
+        HASH_DEL(persist.requests, p);
     hb_unlock();
     free(p);
 }
 
-void hb_persist_clear(void)
+/* Requests the application never freed. */
+static void stop(const struct hb_ctx *ctx)
 {
     struct persist_req *p, *tmp;
-    HASH_ITER(hh, requests, p, tmp) {
-        HASH_DEL(requests, p);
+    (void)ctx;
+    HASH_ITER(hh, persist.requests, p, tmp) {
+        HASH_DEL(persist.requests, p);
         free(p);
     }
 }
+
+const struct hb_subsys hb_persist_subsys = {
+    .name = "persist",
+    .stop = stop,
+};

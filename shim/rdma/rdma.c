@@ -93,7 +93,7 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
     return 0;
 }
 
-void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
+static void summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
 {
     memset(s, 0, sizeof(*s));
     if (!r->tr)
@@ -130,24 +130,26 @@ int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_
 
 struct failed_ctx {
     int rank;
-    struct hb_rank_summary *rs;
+    struct hb_rdma_record *rec;
 };
 
 static void add_failed(void *ctx, int peer, const char *reason)
 {
     struct failed_ctx *f = ctx;
-    if (f->rs->nfailed >= HB_FAILED_PEERS)
+    if (f->rec->nfailed >= HB_FAILED_PEERS)
         return;
-    struct hb_failed_peer *p = &f->rs->failed[f->rs->nfailed++];
+    struct hb_failed_peer *p = &f->rec->failed[f->rec->nfailed++];
     p->rank = f->rank;
     p->peer = peer;
     snprintf(p->reason, sizeof(p->reason), "%s", reason);
 }
 
-void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summary *rs)
+void hb_rdma_summarize(const struct hb_rdma *r, int rank, struct hb_rdma_record *rec)
 {
-    struct failed_ctx f = {rank, rs};
-    rs->nfailed = 0;
+    struct failed_ctx f = {rank, rec};
+    memset(rec, 0, sizeof(*rec));
+    summarize(r, &rec->s);
+    memcpy(rec->status, r->status, sizeof(rec->status));
     if (r->tr)
         hb_transport_foreach_failed(r->tr, add_failed, &f);
 }

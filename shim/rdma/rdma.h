@@ -16,7 +16,7 @@
 #include <stdint.h>
 
 #include "config/config.h"
-#include "report/report.h"
+#include "rdma_stats.h"
 
 struct hb_transport;
 struct hb_regcache;
@@ -26,7 +26,7 @@ struct hb_rdma {
     struct hb_transport *tr;      /* NULL: RDMA pass-through */
     struct hb_regcache *cache;    /* NULL: user buffers are not registered */
     int memmon_active;
-    char status[320];             /* one line for the report */
+    char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
 };
 
 /* Before anything registers memory (fork safety wants ibv_fork_init first). */
@@ -37,8 +37,9 @@ void hb_rdma_prepare_fork(struct hb_rdma *r);
 int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
                   MPI_Comm comm);
 
-/* This rank's RDMA figures for the report. */
-void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s);
+/* This rank's record of the RDMA report section (rdma_stats.h): figures,
+ * failed peers (at most HB_FAILED_PEERS), status line. */
+void hb_rdma_summarize(const struct hb_rdma *r, int rank, struct hb_rdma_record *rec);
 
 /* A referenced registration of [addr, addr+len) from the cache, after
  * waiting for every address-space change already begun in any thread to
@@ -46,9 +47,6 @@ void hb_rdma_summarize(const struct hb_rdma *r, struct hb_rdma_summary *s);
  * reallocated by another thread a moment ago could still map to the old
  * pages' registration.  0, or the cache's error (then use PMPI). */
 int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_region **out);
-
-/* Names this rank's failed peers (at most HB_FAILED_PEERS) in rs. */
-void hb_rdma_failed_peers(const struct hb_rdma *r, int rank, struct hb_rank_summary *rs);
 
 /* Collective: a barrier (no peer may still write into our memory), then
  * close everything. */

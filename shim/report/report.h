@@ -3,10 +3,18 @@
  * Pipeline, one file a step:
  *   report_local.c   tracker of this rank -> hb_rank_summary + site summaries
  *   report_gather.c  gathers fixed-size records on rank 0 (PMPI, bounded per rank)
- *   report_merge.c   N rank summaries -> hb_report (pure, unit-tested)
+ *   report_merge.c   N rank records -> hb_report (pure, unit-tested)
  *   report_render.c  hb_report -> text and JSON (pure)
  * The records are plain data sent as MPI_BYTE: every rank runs the same
  * library build, so the layout is the same everywhere.
+ *
+ * The report knows the tracker's numbers (classes, sites, the table) and
+ * nothing else by name.  Whatever else it says comes from sections
+ * (struct hb_report_section): each owner (RDMA bring-up, each subsystem)
+ * defines its record, how records of several ranks merge and how the
+ * merged one is rendered.  One rank's record is the generic header
+ * (struct hb_rank_summary) followed by each section's record, in the order
+ * of the section list the caller passes (the same on every rank).
  */
 #ifndef HOTBUF_REPORT_H
 #define HOTBUF_REPORT_H
@@ -23,6 +31,13 @@
 #define HB_NAME_LEN 200
 #define HB_NOTE_LEN 400
 #define HB_MAX_NOTES 8
+#define HB_REPORT_MAX_SECTIONS 16
+
+/* Row of a reason table X-macro: _(ENUM, "name"), the name being the word
+ * in the text report and the key in the JSON one.  Expand the table with
+ * HB_REPORT_ENUM for the enum and HB_REPORT_NAME for the names. */
+#define HB_REPORT_ENUM(e, name) e,
+#define HB_REPORT_NAME(e, name) name,
 
 struct hb_class_summary {
     uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls, zero_calls, proc_null_calls;
@@ -35,90 +50,8 @@ struct hb_class_summary {
     double lookup_ns;       /* tracked calls x V: what tracking itself costs */
 };
 
-/* One rank's RDMA side: transport, registration cache, memory monitor. */
-struct hb_rdma_summary {
-    uint64_t up;                  /* 1 if the transport is open */
-    uint64_t peers_connected, peers_failed, transport_bytes, per_peer_bytes;
-    uint64_t cache_entries, cache_pinned, cache_hits, cache_misses, cache_invalidations;
-    uint64_t memmon_events;
-};
-
-/* Why a window stays on PMPI, and why a hot operation did. */
-enum hb_rma_win_reason {
-    HB_WIN_SHARED,       /* MPI_Win_allocate_shared: load/store memory, not ours */
-    HB_WIN_DYNAMIC,      /* MPI_Win_create_dynamic: attach/detach not handled */
-    HB_WIN_INTERCOMM,    /* created on an intercommunicator */
-    HB_WIN_NO_RDMA,      /* rerouting off here (no transport, HOTBUF_RMA=0, threads) */
-    HB_WIN_REGISTRATION, /* this rank's window memory could not be registered */
-    HB_WIN_NREASONS
-};
-
-enum hb_rma_op_reason {
-    HB_RMA_OK = 0,       /* moved by hotbuf's RDMA (not a reason: ops_pmpi[0] stays 0) */
-    HB_RMA_DATATYPE,     /* not a predefined contiguous type on both sides */
-    HB_RMA_INTRANODE,    /* target on this node (HOTBUF_INTRANODE=0) */
-    HB_RMA_SELF,         /* target is the calling rank */
-    HB_RMA_CONNECTING,   /* the connection to the target is being made */
-    HB_RMA_PEER_FAILED,  /* the target is unreachable over hotbuf's RDMA */
-    HB_RMA_EPOCH,        /* no access epoch hotbuf can see to the target */
-    HB_RMA_BOUNDS,       /* outside the target's window */
-    HB_RMA_WINDOW,       /* window (or target's part) not registered */
-    HB_RMA_BUSY,         /* send queue full */
-    HB_RMA_REGISTRATION, /* the origin buffer could not be registered */
-    HB_RMA_NREASONS
-};
-
-struct hb_rma_summary {
-    uint64_t windows, windows_rdma, windows_pmpi[HB_WIN_NREASONS];
-    uint64_t ops_rdma, bytes_rdma, ops_pmpi[HB_RMA_NREASONS];
-    uint64_t reissued;           /* RDMA operations redone on PMPI after a peer failed */
-    uint64_t pscw_tokens;        /* start/post handshakes hotbuf added */
-};
-
-/* MPI_Allgather on hotbuf's RDMA: why a communicator stays on PMPI, which
- * algorithm a call took, why a call on a served communicator did not. */
-enum hb_ag_comm_reason {
-    HB_AGC_INTERCOMM,    /* intercommunicator */
-    HB_AGC_NO_RDMA,      /* off, a single rank, or a rank without transport/cache */
-    HB_AGC_INTRANODE,    /* two ranks share a node (HOTBUF_INTRANODE=0) */
-    HB_AGC_UNREACHABLE,  /* a connection the algorithms need could not be made */
-    HB_AGC_MEMORY,       /* the collective buffer could not be allocated or registered */
-    HB_AGC_NREASONS
-};
-enum hb_ag_algo { HB_AG_RD_COPY, HB_AG_RD_ZCOPY, HB_AG_RING_COPY, HB_AG_RING_ZCOPY, HB_AG_NALGOS };
-enum hb_ag_call_reason {
-    HB_AGP_COMM,         /* the communicator is not served (see the reasons above) */
-    HB_AGP_EMPTY,        /* zero bytes */
-    HB_AGP_NONBLOCKING,  /* MPI_Iallgather: left to MPI */
-    HB_AGP_NREASONS
-};
-
-struct hb_ag_summary {
-    uint64_t comms, comms_rdma, comms_pmpi[HB_AGC_NREASONS];
-    uint64_t calls_rdma, bytes_rdma, algos[HB_AG_NALGOS], calls_pmpi[HB_AGP_NREASONS];
-};
-
-const char *hb_ag_comm_reason_name(unsigned r);
-const char *hb_ag_algo_name(unsigned a);
-const char *hb_ag_call_reason_name(unsigned r);
-
-const char *hb_rma_win_reason_name(unsigned r);
-const char *hb_rma_op_reason_name(unsigned r);
-
-#define HB_FAILED_PEERS 4        /* failed peers each rank reports by name */
-
-struct hb_failed_peer {
-    int32_t rank, peer;
-    char reason[120];
-};
-
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
-    struct hb_rdma_summary rdma;
-    struct hb_rma_summary rma;
-    struct hb_ag_summary ag;
-    uint32_t nfailed, pad;       /* failed peers listed below (at most HB_FAILED_PEERS) */
-    struct hb_failed_peer failed[HB_FAILED_PEERS];
     uint64_t table_entries, table_hot, table_memory, max_chain;
     uint64_t stopped;                 /* enum hb_stop_reason */
     uint64_t stopped_after_entries, stopped_after_calls;
@@ -143,6 +76,29 @@ struct hb_site_summary {
     struct hb_site_buffer top[HB_TOP_BUFFERS]; /* by uses, descending */
 };
 
+/* A part of the report owned by someone else.  record_size and acc_size
+ * are multiples of 8, so records concatenate without padding. */
+struct hb_report;
+
+struct hb_report_section {
+    const char *name;                 /* JSON key */
+    size_t record_size;               /* one rank's record */
+    size_t acc_size;                  /* the merged record; 0: record_size */
+    /* Folds one rank's record into acc (zeroed at first; ranks in order).
+     * NULL: both are structs of uint64_t counters, summed. */
+    void (*merge)(void *acc, const void *rec);
+    /* The section's lines, between the reuse table and the cost model. */
+    void (*render_text)(FILE *out, const void *acc, const struct hb_report *r);
+    /* The section's JSON value (an object), after "name": . */
+    void (*render_json)(FILE *out, const void *acc, const struct hb_report *r);
+};
+
+/* The sections of one report, in record order. */
+struct hb_report_layout {
+    const struct hb_report_section *const *sec;
+    size_t n;
+};
+
 /* One class after merging all ranks. */
 struct hb_class_report {
     struct hb_class_summary sum;      /* sums; max_reuse is the maximum */
@@ -161,14 +117,10 @@ struct hb_report {
     /* Earliest stop over the ranks, per reason ([0] adapted, [1] full). */
     uint64_t stopped_after_calls_min[2], stopped_after_entries_min[2];
     uint64_t sites_total, site_overflow_calls;
-    struct hb_rdma_summary rdma;                /* sums, except: up = ranks up, transport_bytes
-                                                   and cache_pinned = the largest rank's */
-    struct hb_rma_summary rma;                  /* sums */
-    struct hb_ag_summary ag;                    /* sums */
-    struct hb_failed_peer failed[16];           /* the first failed peers, by rank */
-    uint32_t nfailed;
     struct hb_site_summary *sites;              /* merged, by calls descending */
     size_t nsites;
+    struct hb_report_layout layout;             /* the sections, in order */
+    void *acc[HB_REPORT_MAX_SECTIONS];          /* their merged records */
 };
 
 /* What the report says about the run besides the counts. */
@@ -179,16 +131,19 @@ struct hb_report_context {
     const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
     const char *mpi_library;
     const char *thread_level;
-    const char *rdma_status;          /* rank 0's one-line RDMA status */
     char notes[HB_MAX_NOTES][HB_NOTE_LEN];
     int nnotes;
 };
 
-/* Merges nranks rank summaries and their site summaries (sites[i] holds
- * rank i's site records, nsites[i] of them).  Keeps at most max_sites
- * sites and max_buffers buffers per site.  Returns 0 or -1 (no memory). */
-int hb_report_merge(struct hb_report *r, const struct hb_rank_summary *ranks, int nranks,
-                    const struct hb_site_summary *const *sites, size_t max_sites,
+/* Bytes of one rank's record: the header and every section's record. */
+size_t hb_report_record_size(const struct hb_report_layout *l);
+
+/* Merges nranks records (record i at records + i x hb_report_record_size)
+ * and their site summaries (sites[i] holds rank i's site records,
+ * nsites of them).  Keeps at most max_sites sites and max_buffers buffers
+ * per site.  Returns 0 or -1 (no memory); free r either way. */
+int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
+                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
                     size_t max_buffers);
 void hb_report_free(struct hb_report *r);
 
@@ -201,5 +156,15 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
  * named a buffer (zero-byte and MPI_PROC_NULL calls name none). */
 double hb_reuse_pct(const struct hb_class_summary *c);
 double hb_site_reuse_pct(const struct hb_site_summary *s);
+
+/* Helpers for the sections' renderers. */
+const char *hb_report_bytes(double v, char *buf, size_t len); /* "1.5 KiB" */
+void hb_report_json_string(FILE *out, const char *s);         /* quoted, escaped */
+/* "name N, name N" for the nonzero counts[first..count), or "none". */
+void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
+                           const char *const *names);
+/* {"name": N, ...} for counts[first..count). */
+void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
+                           const char *const *names);
 
 #endif

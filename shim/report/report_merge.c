@@ -89,36 +89,11 @@ static void merge_class(struct hb_class_report *cr, const struct hb_class_summar
                      c->top_size_calls[k]);
 }
 
-static void merge_rdma(struct hb_rdma_summary *to, const struct hb_rdma_summary *s)
-{
-    to->up += s->up;
-    to->peers_connected += s->peers_connected;
-    to->peers_failed += s->peers_failed;
-    if (s->transport_bytes > to->transport_bytes)
-        to->transport_bytes = s->transport_bytes;
-    if (s->per_peer_bytes > to->per_peer_bytes)
-        to->per_peer_bytes = s->per_peer_bytes;
-    to->cache_entries += s->cache_entries;
-    if (s->cache_pinned > to->cache_pinned)
-        to->cache_pinned = s->cache_pinned;
-    to->cache_hits += s->cache_hits;
-    to->cache_misses += s->cache_misses;
-    to->cache_invalidations += s->cache_invalidations;
-    to->memmon_events += s->memmon_events;
-}
-
-/* Structs of counts only (rma, ag): summed over the ranks field by field. */
+/* Sections without their own merge: structs of counters, summed. */
 static void sum_counts(uint64_t *to, const uint64_t *from, size_t bytes)
 {
     for (size_t i = 0; i < bytes / sizeof(uint64_t); i++)
         to[i] += from[i];
-}
-
-static void merge_failed(struct hb_report *r, const struct hb_rank_summary *rs)
-{
-    size_t room = sizeof(r->failed) / sizeof(r->failed[0]);
-    for (uint32_t i = 0; i < rs->nfailed && i < HB_FAILED_PEERS && r->nfailed < room; i++)
-        r->failed[r->nfailed++] = rs->failed[i];
 }
 
 static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
@@ -132,10 +107,6 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
     if (rs->max_chain > r->max_chain)
         r->max_chain = rs->max_chain;
     r->sites_total += rs->sites;
-    merge_rdma(&r->rdma, &rs->rdma);
-    sum_counts((uint64_t *)&r->rma, (const uint64_t *)&rs->rma, sizeof(rs->rma));
-    sum_counts((uint64_t *)&r->ag, (const uint64_t *)&rs->ag, sizeof(rs->ag));
-    merge_failed(r, rs);
     r->site_overflow_calls += rs->site_overflow_calls;
     if (!rs->stopped)
         return;
@@ -184,20 +155,26 @@ static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *
         hb_top_buffers_insert(to->top, &to->ntop, max_buffers, &s->top[i]);
 }
 
+/* Rank i's header in the gathered records. */
+static const struct hb_rank_summary *header(const void *records, size_t size, int i)
+{
+    return (const struct hb_rank_summary *)((const char *)records + (size_t)i * size);
+}
+
 /* Same (op, name) on several ranks -> one site. */
-static int merge_sites(struct hb_report *r, const struct hb_rank_summary *ranks, int nranks,
+static int merge_sites(struct hb_report *r, const void *records, size_t size, int nranks,
                        const struct hb_site_summary *const *sites, size_t max_sites,
                        size_t max_buffers)
 {
     size_t total = 0;
     for (int i = 0; i < nranks; i++)
-        total += ranks[i].nsites;
+        total += header(records, size, i)->nsites;
     struct hb_site_summary *all = calloc(total ? total : 1, sizeof(*all));
     if (!all)
         return -1;
     size_t n = 0;
     for (int i = 0; i < nranks; i++)
-        for (uint64_t k = 0; k < ranks[i].nsites; k++) {
+        for (uint64_t k = 0; k < header(records, size, i)->nsites; k++) {
             all[n] = sites[i][k];
             all[n].name[HB_NAME_LEN - 1] = 0; /* never trust a received string */
             if (all[n].ntop > max_buffers)
@@ -219,25 +196,73 @@ static int merge_sites(struct hb_report *r, const struct hb_rank_summary *ranks,
     return 0;
 }
 
-int hb_report_merge(struct hb_report *r, const struct hb_rank_summary *ranks, int nranks,
-                    const struct hb_site_summary *const *sites, size_t max_sites,
+size_t hb_report_record_size(const struct hb_report_layout *l)
+{
+    size_t size = sizeof(struct hb_rank_summary);
+    for (size_t i = 0; i < l->n; i++)
+        size += l->sec[i]->record_size;
+    return size;
+}
+
+static size_t acc_size(const struct hb_report_section *s)
+{
+    return s->acc_size ? s->acc_size : s->record_size;
+}
+
+static int sections_alloc(struct hb_report *r, const struct hb_report_layout *l)
+{
+    if (l->n > HB_REPORT_MAX_SECTIONS)
+        return -1;
+    r->layout = *l;
+    for (size_t k = 0; k < l->n; k++)
+        if (!(r->acc[k] = calloc(1, acc_size(l->sec[k]))))
+            return -1;
+    return 0;
+}
+
+/* Rank i's section records, after its header, folded into the accumulators. */
+static void merge_sections(struct hb_report *r, const void *rec)
+{
+    const char *p = (const char *)rec + sizeof(struct hb_rank_summary);
+    for (size_t k = 0; k < r->layout.n; k++) {
+        const struct hb_report_section *s = r->layout.sec[k];
+        if (s->merge)
+            s->merge(r->acc[k], p);
+        else
+            sum_counts(r->acc[k], (const uint64_t *)p, s->record_size);
+        p += s->record_size;
+    }
+}
+
+static void merge_classes(struct hb_report *r, const struct hb_rank_summary *rs,
+                          uint32_t *sized)
+{
+    for (unsigned op = 0; op < HB_OP_COUNT; op++) {
+        const struct hb_class_summary *c = &rs->cls[op];
+        struct hb_class_report *cr = &r->cls[op];
+        merge_class(cr, c);
+        if (c->top_size_calls[0])
+            range_add(c->top_size[0], sized[op]++, &cr->freq_size_min, &cr->freq_size_max,
+                      &cr->freq_size_avg);
+    }
+}
+
+int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
+                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
                     size_t max_buffers)
 {
+    size_t size = hb_report_record_size(l);
     memset(r, 0, sizeof(*r));
     r->nranks = nranks;
+    if (sections_alloc(r, l))
+        return -1;
     if (max_buffers > HB_TOP_BUFFERS)
         max_buffers = HB_TOP_BUFFERS;
     uint32_t sized[HB_OP_COUNT] = {0};
     for (int i = 0; i < nranks; i++) {
-        for (unsigned op = 0; op < HB_OP_COUNT; op++) {
-            const struct hb_class_summary *c = &ranks[i].cls[op];
-            struct hb_class_report *cr = &r->cls[op];
-            merge_class(cr, c);
-            if (c->top_size_calls[0])
-                range_add(c->top_size[0], sized[op]++, &cr->freq_size_min, &cr->freq_size_max,
-                          &cr->freq_size_avg);
-        }
-        merge_table(r, &ranks[i]);
+        merge_classes(r, header(records, size, i), sized);
+        merge_table(r, header(records, size, i));
+        merge_sections(r, header(records, size, i));
     }
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         struct hb_class_report *cr = &r->cls[op];
@@ -246,7 +271,7 @@ int hb_report_merge(struct hb_report *r, const struct hb_rank_summary *ranks, in
         if (sized[op])
             cr->freq_size_avg /= sized[op];
     }
-    return merge_sites(r, ranks, nranks, sites, max_sites, max_buffers);
+    return merge_sites(r, records, size, nranks, sites, max_sites, max_buffers);
 }
 
 void hb_report_free(struct hb_report *r)
@@ -254,4 +279,8 @@ void hb_report_free(struct hb_report *r)
     free(r->sites);
     r->sites = NULL;
     r->nsites = 0;
+    for (size_t k = 0; k < HB_REPORT_MAX_SECTIONS; k++) {
+        free(r->acc[k]);
+        r->acc[k] = NULL;
+    }
 }

@@ -7,7 +7,7 @@
 #include "report.h"
 #include "track/sizehist.h"
 
-static const char *human_bytes(double v, char *buf, size_t len)
+const char *hb_report_bytes(double v, char *buf, size_t len)
 {
     static const char *const units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
     int u = 0;
@@ -52,6 +52,28 @@ static double pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
+void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
+                           const char *const *names)
+{
+    int any = 0;
+    for (unsigned i = first; i < count; i++)
+        if (counts[i])
+            fprintf(out, "%s%s %llu", any++ ? ", " : "", names[i],
+                    (unsigned long long)counts[i]);
+    if (!any)
+        fprintf(out, "none");
+}
+
+void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
+                           const char *const *names)
+{
+    fprintf(out, "{");
+    for (unsigned i = first; i < count; i++)
+        fprintf(out, "%s\"%s\": %llu", i > first ? ", " : "", names[i],
+                (unsigned long long)counts[i]);
+    fprintf(out, "}");
+}
+
 static void text_classes(FILE *out, const struct hb_report *r)
 {
     char b1[32], b2[32];
@@ -69,7 +91,7 @@ static void text_classes(FILE *out, const struct hb_report *r)
                      c->freq_size_max, c->freq_size_avg);
         fprintf(out, "%-9s %10llu %10s %8llu %6.1f%% %22s %22s %5.1f%% %8llu %12s\n",
                 hb_op_name(op), (unsigned long long)c->sum.calls,
-                human_bytes((double)c->sum.bytes, b1, sizeof(b1)),
+                hb_report_bytes((double)c->sum.bytes, b1, sizeof(b1)),
                 (unsigned long long)c->sum.buffers, hb_reuse_pct(&c->sum), reuse, fsize,
                 pct(c->sum.hot_calls, c->sum.calls), (unsigned long long)c->sum.hot_buffers,
                 human_time(c->sum.saving_ns, b2, sizeof(b2)));
@@ -129,7 +151,7 @@ static void text_table(FILE *out, const struct hb_report *r, const struct hb_rep
                  "%s per rank; longest chain %llu\n",
             (unsigned long long)r->entries_total, (unsigned long long)r->entries_max,
             (unsigned long long)r->hot_entries_total,
-            human_bytes((double)r->memory_max, b1, sizeof(b1)), (unsigned long long)r->max_chain);
+            hb_report_bytes((double)r->memory_max, b1, sizeof(b1)), (unsigned long long)r->max_chain);
     if (r->ranks_adapted)
         fprintf(out, "  table stopped growing on %u rank(s) by adaptation (under %g%% hot, a chain "
                      "of %d) after %llu buffers / %llu calls\n",
@@ -141,119 +163,6 @@ static void text_table(FILE *out, const struct hb_report *r, const struct hb_rep
                      "(HOTBUF_TABLE_MAX_ENTRIES) after %llu calls\n",
                 r->ranks_full, (unsigned long long)ctx->cfg->table_max,
                 (unsigned long long)r->stopped_after_calls_min[1]);
-}
-
-const char *hb_rma_win_reason_name(unsigned r)
-{
-    static const char *const names[HB_WIN_NREASONS] = {"shared", "dynamic", "intercomm",
-                                                       "no_rdma", "registration"};
-    return r < HB_WIN_NREASONS ? names[r] : "?";
-}
-
-const char *hb_rma_op_reason_name(unsigned r)
-{
-    static const char *const names[HB_RMA_NREASONS] = {
-        "ok", "datatype", "intranode", "self", "connecting", "peer_failed",
-        "epoch", "bounds", "window", "busy", "registration"};
-    return r < HB_RMA_NREASONS ? names[r] : "?";
-}
-
-const char *hb_ag_comm_reason_name(unsigned r)
-{
-    static const char *const names[HB_AGC_NREASONS] = {"intercomm", "no_rdma", "intranode",
-                                                       "unreachable", "memory"};
-    return r < HB_AGC_NREASONS ? names[r] : "?";
-}
-
-const char *hb_ag_algo_name(unsigned a)
-{
-    static const char *const names[HB_AG_NALGOS] = {"rd_copy", "rd_zcopy", "ring_copy",
-                                                    "ring_zcopy"};
-    return a < HB_AG_NALGOS ? names[a] : "?";
-}
-
-const char *hb_ag_call_reason_name(unsigned r)
-{
-    static const char *const names[HB_AGP_NREASONS] = {"comm", "empty", "nonblocking"};
-    return r < HB_AGP_NREASONS ? names[r] : "?";
-}
-
-/* "reason N, reason N" for the nonzero counts. */
-static void text_reasons(FILE *out, const uint64_t *n, unsigned first, unsigned count,
-                         const char *(*name)(unsigned))
-{
-    int any = 0;
-    for (unsigned i = first; i < count; i++)
-        if (n[i])
-            fprintf(out, "%s%s %llu", any++ ? ", " : "", name(i), (unsigned long long)n[i]);
-    if (!any)
-        fprintf(out, "none");
-}
-
-static void text_rma(FILE *out, const struct hb_report *r)
-{
-    const struct hb_rma_summary *m = &r->rma;
-    char b1[32];
-    if (!m->windows)
-        return;
-    fprintf(out, "one-sided: %llu window(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
-            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
-    text_reasons(out, m->windows_pmpi, 0, HB_WIN_NREASONS, hb_rma_win_reason_name);
-    fprintf(out, "\n  %llu put/get moved by hotbuf's RDMA (%s); hot ones left on PMPI: ",
-            (unsigned long long)m->ops_rdma, human_bytes((double)m->bytes_rdma, b1, sizeof(b1)));
-    text_reasons(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, hb_rma_op_reason_name);
-    fprintf(out, "\n");
-    if (m->reissued)
-        fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
-                (unsigned long long)m->reissued);
-}
-
-static void text_ag(FILE *out, const struct hb_report *r)
-{
-    const struct hb_ag_summary *a = &r->ag;
-    char b1[32];
-    if (!a->comms)
-        return;
-    fprintf(out, "allgather: %llu communicator(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
-            (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
-    text_reasons(out, a->comms_pmpi, 0, HB_AGC_NREASONS, hb_ag_comm_reason_name);
-    fprintf(out, "\n  %llu call(s) x ranks on hotbuf's RDMA (%s received): ",
-            (unsigned long long)a->calls_rdma, human_bytes((double)a->bytes_rdma, b1, sizeof(b1)));
-    text_reasons(out, a->algos, 0, HB_AG_NALGOS, hb_ag_algo_name);
-    fprintf(out, "; left on MPI: ");
-    text_reasons(out, a->calls_pmpi, 0, HB_AGP_NREASONS, hb_ag_call_reason_name);
-    fprintf(out, "\n");
-}
-
-static void text_failed(FILE *out, const struct hb_report *r)
-{
-    for (uint32_t i = 0; i < r->nfailed; i++)
-        fprintf(out, "  rank %d -> rank %d on PMPI: %s\n", r->failed[i].rank, r->failed[i].peer,
-                r->failed[i].reason);
-    if (r->rdma.peers_failed > r->nfailed)
-        fprintf(out, "  (%llu failed peer(s) in all)\n", (unsigned long long)r->rdma.peers_failed);
-}
-
-static void text_rdma(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
-{
-    const struct hb_rdma_summary *d = &r->rdma;
-    char b1[32], b2[32], b3[32];
-    fprintf(out, "rdma: %s\n", ctx->rdma_status ? ctx->rdma_status : "-");
-    if (!d->up)
-        return;
-    fprintf(out, "  up on %llu of %d rank(s); peers connected %llu, failed %llu; transport memory "
-                 "%s per rank at most, %s per connected peer\n",
-            (unsigned long long)d->up, r->nranks, (unsigned long long)d->peers_connected,
-            (unsigned long long)d->peers_failed,
-            human_bytes((double)d->transport_bytes, b1, sizeof(b1)),
-            human_bytes((double)d->per_peer_bytes, b2, sizeof(b2)));
-    fprintf(out, "  registration cache: %llu regions, %s pinned at most on a rank, %llu hits, "
-                 "%llu misses, %llu invalidated by the memory monitor (%llu events)\n",
-            (unsigned long long)d->cache_entries,
-            human_bytes((double)d->cache_pinned, b3, sizeof(b3)),
-            (unsigned long long)d->cache_hits, (unsigned long long)d->cache_misses,
-            (unsigned long long)d->cache_invalidations, (unsigned long long)d->memmon_events);
-    text_failed(out, r);
 }
 
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
@@ -270,9 +179,9 @@ static void text_cost(FILE *out, const struct hb_report_context *ctx)
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         uint32_t t = hb_threshold_for(ctx->thresholds, ctx->tp, sizes[i]);
         if (t == HB_NEVER)
-            fprintf(out, " %s never;", human_bytes((double)sizes[i], b1, sizeof(b1)));
+            fprintf(out, " %s never;", hb_report_bytes((double)sizes[i], b1, sizeof(b1)));
         else
-            fprintf(out, " %s %u;", human_bytes((double)sizes[i], b1, sizeof(b1)), t);
+            fprintf(out, " %s %u;", hb_report_bytes((double)sizes[i], b1, sizeof(b1)), t);
     }
     fprintf(out, " saving = copies avoided x C - registrations x R\n");
 }
@@ -299,9 +208,8 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
     text_classes(out, r);
     text_sites(out, r);
     text_table(out, r, ctx);
-    text_rdma(out, r, ctx);
-    text_rma(out, r);
-    text_ag(out, r);
+    for (size_t k = 0; k < r->layout.n; k++)
+        r->layout.sec[k]->render_text(out, r->acc[k], r);
     text_cost(out, ctx);
     text_config(out, ctx);
     fprintf(out, "==== end of hotbuf report ====\n");
@@ -309,7 +217,7 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
 
 /* ---- JSON ---------------------------------------------------------------- */
 
-static void json_string(FILE *out, const char *s)
+void hb_report_json_string(FILE *out, const char *s)
 {
     fputc('"', out);
     for (; *s; s++) {
@@ -357,7 +265,7 @@ static void json_class(FILE *out, const struct hb_class_report *c)
 static void json_site(FILE *out, const struct hb_site_summary *s)
 {
     fprintf(out, "{\"name\": ");
-    json_string(out, s->name);
+    hb_report_json_string(out, s->name);
     fprintf(out,
             ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
             "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
@@ -396,70 +304,6 @@ static void json_table(FILE *out, const struct hb_report *r)
             (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
-static void json_rdma(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
-{
-    const struct hb_rdma_summary *d = &r->rdma;
-    fprintf(out, "{\"status\": ");
-    json_string(out, ctx->rdma_status ? ctx->rdma_status : "");
-    fprintf(out,
-            ", \"ranks_up\": %llu, \"peers_connected\": %llu, \"peers_failed\": %llu, "
-            "\"transport_bytes_max\": %llu, \"bytes_per_peer\": %llu, \"cache_regions\": %llu, "
-            "\"cache_pinned_max\": %llu, \"cache_hits\": %llu, \"cache_misses\": %llu, "
-            "\"cache_invalidations\": %llu, \"memmon_events\": %llu",
-            (unsigned long long)d->up, (unsigned long long)d->peers_connected,
-            (unsigned long long)d->peers_failed, (unsigned long long)d->transport_bytes,
-            (unsigned long long)d->per_peer_bytes, (unsigned long long)d->cache_entries,
-            (unsigned long long)d->cache_pinned, (unsigned long long)d->cache_hits,
-            (unsigned long long)d->cache_misses, (unsigned long long)d->cache_invalidations,
-            (unsigned long long)d->memmon_events);
-    fprintf(out, ", \"failed_peers\": [");
-    for (uint32_t i = 0; i < r->nfailed; i++) {
-        fprintf(out, "%s{\"rank\": %d, \"peer\": %d, \"reason\": ", i ? ", " : "",
-                r->failed[i].rank, r->failed[i].peer);
-        json_string(out, r->failed[i].reason);
-        fprintf(out, "}");
-    }
-    fprintf(out, "]}");
-}
-
-static void json_reasons(FILE *out, const uint64_t *n, unsigned first, unsigned count,
-                         const char *(*name)(unsigned))
-{
-    fprintf(out, "{");
-    for (unsigned i = first; i < count; i++)
-        fprintf(out, "%s\"%s\": %llu", i > first ? ", " : "", name(i),
-                (unsigned long long)n[i]);
-    fprintf(out, "}");
-}
-
-static void json_rma(FILE *out, const struct hb_report *r)
-{
-    const struct hb_rma_summary *m = &r->rma;
-    fprintf(out, "{\"windows\": %llu, \"windows_rdma\": %llu, \"windows_pmpi\": ",
-            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
-    json_reasons(out, m->windows_pmpi, 0, HB_WIN_NREASONS, hb_rma_win_reason_name);
-    fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
-                 "\"pscw_tokens\": %llu, \"ops_pmpi\": ",
-            (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
-            (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens);
-    json_reasons(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, hb_rma_op_reason_name);
-    fprintf(out, "}");
-}
-
-static void json_ag(FILE *out, const struct hb_report *r)
-{
-    const struct hb_ag_summary *a = &r->ag;
-    fprintf(out, "{\"comms\": %llu, \"comms_rdma\": %llu, \"comms_pmpi\": ",
-            (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
-    json_reasons(out, a->comms_pmpi, 0, HB_AGC_NREASONS, hb_ag_comm_reason_name);
-    fprintf(out, ", \"calls_rdma\": %llu, \"bytes_rdma\": %llu, \"algorithms\": ",
-            (unsigned long long)a->calls_rdma, (unsigned long long)a->bytes_rdma);
-    json_reasons(out, a->algos, 0, HB_AG_NALGOS, hb_ag_algo_name);
-    fprintf(out, ", \"calls_pmpi\": ");
-    json_reasons(out, a->calls_pmpi, 0, HB_AGP_NREASONS, hb_ag_call_reason_name);
-    fprintf(out, "}");
-}
-
 static void json_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
@@ -486,7 +330,7 @@ static void json_config(FILE *out, const struct hb_report_context *ctx)
         char v[256];
         hb_config_format(ctx->cfg, &hb_var_table[i], v, sizeof(v));
         fprintf(out, "%s\"%s\": {\"value\": ", i ? ", " : "", hb_var_table[i].name);
-        json_string(out, v);
+        hb_report_json_string(out, v);
         fprintf(out, ", \"default\": %s}",
                 hb_config_is_default(ctx->cfg, &hb_var_table[i]) ? "true" : "false");
     }
@@ -497,7 +341,7 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
                            const struct hb_report_context *ctx)
 {
     fprintf(out, "{\"hotbuf_report_version\": 1, \"ranks\": %d, \"mpi_library\": ", r->nranks);
-    json_string(out, ctx->mpi_library);
+    hb_report_json_string(out, ctx->mpi_library);
     fprintf(out, ", \"thread_level\": \"%s\",\n \"classes\": {", ctx->thread_level);
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         fprintf(out, "%s\n  \"%s\": ", op ? "," : "", hb_op_name(op));
@@ -511,12 +355,10 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
     }
     fprintf(out, "],\n \"table\": ");
     json_table(out, r);
-    fprintf(out, ",\n \"rdma\": ");
-    json_rdma(out, r, ctx);
-    fprintf(out, ",\n \"rma\": ");
-    json_rma(out, r);
-    fprintf(out, ",\n \"allgather\": ");
-    json_ag(out, r);
+    for (size_t k = 0; k < r->layout.n; k++) {
+        fprintf(out, ",\n \"%s\": ", r->layout.sec[k]->name);
+        r->layout.sec[k]->render_json(out, r->acc[k], r);
+    }
     fprintf(out, ",\n \"cost_model\": ");
     json_cost(out, ctx);
     fprintf(out, ",\n \"config\": ");
@@ -524,7 +366,7 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
     fprintf(out, ",\n \"notes\": [");
     for (int i = 0; i < ctx->nnotes; i++) {
         fprintf(out, "%s", i ? ", " : "");
-        json_string(out, ctx->notes[i]);
+        hb_report_json_string(out, ctx->notes[i]);
     }
     fprintf(out, "]}\n");
 }

@@ -10,6 +10,9 @@
  *   rma_epoch.c  synchronization: complete our operations before each
  *                PMPI synchronization call, and know when a target's
  *                epoch allows a direct write (fence, PSCW, locks)
+ *   rma_pending.c  the operations in flight: remember, complete, redo on
+ *                PMPI when their peer failed
+ *   rma_stats.c  counters, reasons and the report section
  *
  * Why mixing our writes with MPI's own operations keeps MPI's semantics:
  * MPI leaves the result of conflicting accesses within one epoch
@@ -31,15 +34,12 @@
 
 #include <mpi.h>
 
-#include "report/report.h"
+#include "rma_stats.h"
 
-/* Collective over hotbuf's communicator after the transport started:
- * agrees on whether rerouting is on (every rank must take the same window
- * collectives). */
-void hb_rma_start(void);
-/* Releases what is left (windows the application never freed). */
-void hb_rma_stop(void);
-void hb_rma_summarize(struct hb_rma_summary *s);
+/* The subsystem (core/subsys_list.h) is hb_rma_subsys: its start agrees on
+ * whether rerouting is on (every rank must take the same window
+ * collectives); its stop releases the windows the application never
+ * freed. */
 
 /* Windows (collective, like the MPI calls they follow). */
 void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit, MPI_Comm comm);

@@ -24,43 +24,12 @@
  * data is placed at the target, so completing before the PMPI closing call
  * orders our data before MPI's own end-of-epoch handshake.
  */
-#include <stdlib.h>
 #include <string.h>
 
-#include "regcache/regcache.h"
+#include "core/progress.h"
+#include "core/runtime.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "core/runtime.h"
-
-/* The peer failed before the operation was known complete: do it again on
- * PMPI, still inside the epoch (the closing PMPI call completes it). */
-static void reissue(const struct hb_win *w, const struct hb_rma_pending *p)
-{
-    if (p->is_get)
-        PMPI_Get(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
-                 w->win);
-    else
-        PMPI_Put(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
-                 w->win);
-    hb_rma.stats.reissued++;
-}
-
-void hb_rma_complete(struct hb_win *w, int target)
-{
-    struct hb_transport *t = hb_rma_transport();
-    size_t keep = 0;
-    for (size_t i = 0; i < w->npend; i++) {
-        struct hb_rma_pending *p = &w->pend[i];
-        if (target >= 0 && p->target != target) {
-            w->pend[keep++] = *p;
-            continue;
-        }
-        if (hb_transport_wait(t, &p->op, hb_mpi_progress, NULL) != HB_TR_OK)
-            reissue(w, p);
-        hb_regcache_put(hb_rt.rdma.cache, p->region);
-    }
-    w->npend = keep;
-}
 
 static int pscw_token_in(struct hb_win *w, int target)
 {
@@ -93,8 +62,8 @@ void hb_rma_before_sync(MPI_Win win, int target)
     if (!w)
         return;
     hb_nested++;
-    hb_transport_progress(hb_rma_transport());
-    hb_rma_complete(w, target);
+    hb_progress();
+    hb_rma_complete(&hb_rma, w, target);
     hb_nested--;
 }
 

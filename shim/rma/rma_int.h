@@ -6,7 +6,8 @@
 #include <stdint.h>
 #include <uthash.h>
 
-#include "report/report.h"
+#include "core/ctx.h"
+#include "rma_stats.h"
 #include "transport/transport.h"
 
 struct hb_region;
@@ -63,22 +64,33 @@ struct hb_win {
     size_t npend, cap;
 };
 
-/* Process-wide state of the one-sided path. */
+/* Process-wide state of the one-sided path (module state). */
 struct hb_rma {
+    const struct hb_ctx *ctx;     /* from start; NULL before */
     int on;                       /* agreed by all ranks at start */
     uint32_t node;                /* this host's hash */
     struct hb_win *wins;          /* uthash by MPI_Win */
     struct hb_rma_summary stats;
 };
 
+/* Defined in rma_win.c.  Global: the wrappers' hooks have no context
+ * argument.  Never touched by rma_pending.c, which is given it. */
 extern struct hb_rma hb_rma;
 
+/* rma_win.c */
 struct hb_win *hb_rma_find(MPI_Win win);
-struct hb_transport *hb_rma_transport(void);
 
-/* Completes (waits for) this window's operations to target (-1: all);
- * operations whose peer failed are redone on PMPI. */
-void hb_rma_complete(struct hb_win *w, int target);
+static inline struct hb_transport *hb_rma_transport(const struct hb_rma *m)
+{
+    return m->ctx->rdma->tr;
+}
+
+/* rma_pending.c: the operations in flight.  Remembers p on w: 0, or -1
+ * (no memory: the caller completes it at once). */
+int hb_rma_remember(struct hb_win *w, const struct hb_rma_pending *p);
+/* Completes (waits for) w's operations to target (-1: all); operations
+ * whose peer failed are redone on PMPI. */
+void hb_rma_complete(struct hb_rma *m, struct hb_win *w, int target);
 
 /* May an operation to target go straight to its memory now?  0, or an
  * enum hb_rma_op_reason.  May call PMPI (to make MPI take a lock it

@@ -5,12 +5,13 @@
 
 #include <infiniband/verbs.h>
 
+#include "core/progress.h"
+#include "core/runtime.h"
+#include "core/track_mpi.h"
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "core/runtime.h"
-#include "core/track_mpi.h"
 
 /* One operation as the wrappers pass it. */
 struct rma_call {
@@ -51,7 +52,7 @@ static int check_target(const struct hb_win *w, const struct rma_call *c, uint64
     const struct hb_rma_target *t = &w->targets[c->target];
     if (!t->ok)
         return HB_RMA_WINDOW;
-    if (t->node == hb_rma.node && !hb_rt.cfg.intranode)
+    if (t->node == hb_rma.node && !hb_rma.ctx->cfg->intranode)
         return HB_RMA_INTRANODE;
     if (c->tdisp < 0)
         return HB_RMA_BOUNDS;
@@ -64,8 +65,8 @@ static int check_target(const struct hb_win *w, const struct rma_call *c, uint64
 
 static int connection(const struct hb_win *w, int target)
 {
-    struct hb_transport *t = hb_rma_transport();
-    hb_transport_progress(t);
+    struct hb_transport *t = hb_rma_transport(&hb_rma);
+    hb_progress();
     switch (hb_transport_connect(t, w->targets[target].world)) {
     case HB_TR_OK:
         return 0;
@@ -79,7 +80,7 @@ static int connection(const struct hb_win *w, int target)
 static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
                 uint64_t bytes, uint64_t raddr, struct hb_tr_op *op)
 {
-    struct hb_transport *t = hb_rma_transport();
+    struct hb_transport *t = hb_rma_transport(&hb_rma);
     struct ibv_mr *mr = hb_region_mr(reg);
     int peer = w->targets[c->target].world;
     uint32_t rkey = w->targets[c->target].rkey;
@@ -92,26 +93,18 @@ static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *re
                                                 HB_TR_F_SIGNAL, op);
         if (rc != HB_TR_BUSY || attempt == 1)
             return rc == HB_TR_OK ? 0 : rc == HB_TR_BUSY ? HB_RMA_BUSY : HB_RMA_PEER_FAILED;
-        hb_rma_complete(w, c->target); /* send queue full: drain this target, retry once */
+        hb_rma_complete(&hb_rma, w, c->target); /* send queue full: drain this target, retry once */
     }
 }
 
 static int remember(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
                     const struct hb_tr_op *op)
 {
-    if (w->npend == w->cap) {
-        size_t cap = w->cap ? 2 * w->cap : 64;
-        void *p = realloc(w->pend, cap * sizeof(*w->pend));
-        if (!p)
-            return -1;
-        w->pend = p;
-        w->cap = cap;
-    }
-    w->pend[w->npend++] = (struct hb_rma_pending){
+    struct hb_rma_pending p = {
         .target = c->target, .is_get = c->is_get, .op = *op, .region = reg, .obuf = c->obuf,
         .ocount = c->ocount, .tcount = c->tcount, .otype = c->otype, .ttype = c->ttype,
         .tdisp = c->tdisp};
-    return 0;
+    return hb_rma_remember(w, &p);
 }
 
 /* Rput/Rget: the RDMA is complete before the call returns, so the request
@@ -130,7 +123,7 @@ static int greq_cancel(void *state, int complete) { (void)state; (void)complete;
 
 static int complete_request(struct hb_win *w, const struct rma_call *c)
 {
-    hb_rma_complete(w, c->target);
+    hb_rma_complete(&hb_rma, w, c->target);
     int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, c->req);
     return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*c->req) : rc;
 }
@@ -142,6 +135,7 @@ static int try_rdma(const struct rma_call *c, int *rc)
     struct hb_win *w = hb_rma_find(c->win);
     uint64_t bytes = hb_dt_contiguous_bytes(c->ocount, c->otype), raddr = 0;
     struct hb_region *reg = NULL;
+    struct hb_rdma *rdma = hb_rma.ctx->rdma;
     struct hb_tr_op op;
     int why;
     if (!w || !w->rdma)
@@ -151,16 +145,15 @@ static int try_rdma(const struct rma_call *c, int *rc)
     if ((why = check_target(w, c, bytes, &raddr)) || (why = connection(w, c->target)) ||
         (why = hb_rma_epoch_allows(w, c->target)))
         return why;
-    if (hb_rdma_register(&hb_rt.rdma, c->obuf, bytes, &reg))
+    if (hb_rdma_register(rdma, c->obuf, bytes, &reg))
         return HB_RMA_REGISTRATION;
     if ((why = post(w, c, reg, bytes, raddr, &op))) {
-        hb_regcache_put(hb_rt.rdma.cache, reg);
+        hb_regcache_put(rdma->cache, reg);
         return why;
     }
     if (remember(w, c, reg, &op)) { /* no memory to track it: finish it now */
-        struct hb_rma_pending p = {.target = c->target, .op = op, .region = reg};
-        hb_transport_wait(hb_rma_transport(), &p.op, NULL, NULL);
-        hb_regcache_put(hb_rt.rdma.cache, reg);
+        hb_transport_wait(rdma->tr, &op, NULL, NULL);
+        hb_regcache_put(rdma->cache, reg);
         return HB_RMA_BUSY; /* may already be done; repeating it on PMPI is harmless */
     }
     hb_rma.stats.ops_rdma++;
@@ -183,8 +176,7 @@ static int route(unsigned op, const struct rma_call *c, void *ret)
         hb_rma.stats.ops_pmpi[why]++;
         return pmpi_call(c);
     }
-    hb_rt.tracker.cls[op].rerouted_calls++;
-    hb_rt.tracker.sites.site[site].rerouted_calls++;
+    hb_tracker_count_rerouted(hb_rma.ctx->tracker, op, site);
     return rc;
 }
 

@@ -6,35 +6,39 @@
 #include <infiniband/verbs.h>
 #include <unistd.h>
 
+#include "core/host.h"
+#include "core/note.h"
+#include "core/runtime.h"
+#include "core/subsys.h"
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "rma.h"
 #include "rma_int.h"
-#include "core/runtime.h"
 
+/* Module state (see rma_int.h): global, the wrappers' hooks have no context. */
 struct hb_rma hb_rma;
 
-struct hb_transport *hb_rma_transport(void)
+static int rdma_here(const struct hb_ctx *ctx)
 {
-    return hb_rt.rdma.tr;
+    return ctx->rdma->tr && ctx->rdma->cache;
 }
 
 /* Rerouting needs the transport and the cache on some rank, HOTBUF_RMA on
  * all, and no MPI_THREAD_MULTIPLE (the transport is single-threaded).  All
  * ranks must agree: window creation then takes the same collectives
  * everywhere. */
-void hb_rma_start(void)
+static int start(const struct hb_ctx *ctx)
 {
-    int local[2] = {!hb_rt.cfg.rma || hb_rt.lock_needed, hb_rt.rdma.tr && hb_rt.rdma.cache};
-    int all[2] = {1, 0};
     memset(&hb_rma, 0, sizeof(hb_rma));
+    hb_rma.ctx = ctx;
     hb_rma.node = hb_host_hash();
-    if (PMPI_Allreduce(local, all, 2, MPI_INT, MPI_MAX, hb_rt.comm) != MPI_SUCCESS)
-        return;
-    hb_rma.on = !all[0] && all[1];
-    if (hb_rt.cfg.rma && hb_rt.lock_needed && all[1])
+    int any_rdma;
+    hb_rma.on = hb_subsys_agree(ctx, !ctx->cfg->rma || ctx->lock_needed, rdma_here(ctx),
+                                &any_rdma);
+    if (ctx->cfg->rma && ctx->lock_needed && any_rdma)
         hb_note("MPI_THREAD_MULTIPLE: hot MPI_Put/MPI_Get stay on MPI (hotbuf's transport is "
                 "single-threaded)");
+    return 0;
 }
 
 struct hb_win *hb_rma_find(MPI_Win win)
@@ -46,14 +50,14 @@ struct hb_win *hb_rma_find(MPI_Win win)
 
 static void win_destroy(struct hb_win *w)
 {
-    hb_rma_complete(w, -1);
+    hb_rma_complete(&hb_rma, w, -1);
     for (int r = 0; w->nstart && r < w->size; r++)
         if (w->pscw[r] == HB_PSCW_WAITING) { /* an epoch left open: drop its tokens */
             PMPI_Cancel(&w->tokens[r]);
             PMPI_Request_free(&w->tokens[r]);
         }
     if (w->region)
-        hb_regcache_put(hb_rt.rdma.cache, w->region);
+        hb_regcache_put(hb_rma.ctx->rdma->cache, w->region);
     PMPI_Comm_free(&w->comm);
     free(w->targets);
     free(w->lock);
@@ -64,19 +68,24 @@ static void win_destroy(struct hb_win *w)
     free(w);
 }
 
-void hb_rma_stop(void)
+static void stop(const struct hb_ctx *ctx)
 {
     struct hb_win *w, *tmp;
+    (void)ctx;
     HASH_ITER(hh, hb_rma.wins, w, tmp) {
         HASH_DEL(hb_rma.wins, w);
         win_destroy(w);
     }
+    hb_rma.on = 0;
 }
 
-void hb_rma_summarize(struct hb_rma_summary *s)
-{
-    *s = hb_rma.stats;
-}
+const struct hb_subsys hb_rma_subsys = {
+    .name = "rma",
+    .start = start,
+    .stop = stop,
+    .section = &hb_rma_section,
+    .counters = &hb_rma.stats,
+};
 
 void hb_rma_win_unhandled(int reason)
 {
@@ -95,10 +104,10 @@ static void describe_self(struct hb_win *w, void *base, MPI_Aint size, int disp_
     me->disp_unit = disp_unit;
     PMPI_Comm_rank(MPI_COMM_WORLD, &me->world);
     me->node = hb_rma.node;
-    me->rdma = hb_rt.rdma.tr && hb_rt.rdma.cache;
+    me->rdma = rdma_here(hb_rma.ctx);
     if (!me->rdma || !me->size)
         return;
-    if (hb_rdma_register(&hb_rt.rdma, base, me->size, &w->region) == 0) {
+    if (hb_rdma_register(hb_rma.ctx->rdma, base, me->size, &w->region) == 0) {
         me->rkey = hb_region_mr(w->region)->rkey;
         me->ok = 1;
     } else {

@@ -151,6 +151,13 @@ static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op, in
         t->cls[op].zero_calls++;
 }
 
+/* A call at site that hotbuf moved itself (RMA, Allgather) instead of MPI. */
+static inline void hb_tracker_count_rerouted(struct hb_tracker *t, unsigned op, uint16_t site_id)
+{
+    t->cls[op].rerouted_calls++;
+    t->sites.site[site_id].rerouted_calls++;
+}
+
 /* Total calls over all classes. */
 unsigned long long hb_tracker_calls(const struct hb_tracker *t);
 

@@ -10,9 +10,25 @@
 
 #include "check.h"
 #include "fixtures.h"
+#include "coll/allgather_stats.h"
+#include "rdma/rdma_stats.h"
 #include "report/report.h"
 #include "report/report_local.h"
+#include "rma/rma_stats.h"
 #include "track/tracker.h"
+
+/* The sections as the library lays them out, and one rank's record. */
+static const struct hb_report_section *const sections[] = {&hb_rdma_section, &hb_rma_section,
+                                                           &hb_ag_section};
+static const struct hb_report_layout layout = {sections, 3};
+static const struct hb_report_layout no_sections = {NULL, 0};
+
+struct rank_record {
+    struct hb_rank_summary h;
+    struct hb_rdma_record rdma;
+    struct hb_rma_summary rma;
+    struct hb_ag_summary ag;
+};
 
 static int close_to(double a, double b)
 {
@@ -356,7 +372,7 @@ static void test_local(void)
     /* one rank merged and rendered: the numbers survive */
     struct hb_report r;
     const struct hb_site_summary *const sp[1] = {sites};
-    CHECK(hb_report_merge(&r, &rs, 1, sp, 10, 3) == 0);
+    CHECK(hb_report_merge(&r, &no_sections, &rs, 1, sp, 10, 3) == 0);
     CHECK_EQ_U64(r.cls[HB_OP_SEND].sum.calls, 1500);
     CHECK_EQ_U64(r.cls[HB_OP_SEND].max_reuse_max, 1000);
     CHECK_EQ_U64(r.cls[HB_OP_SEND].freq_size_max, 1024);
@@ -502,7 +518,7 @@ static void test_local_sizes_per_call(void)
     struct hb_rank_summary two[2] = {rs, rs};
     const struct hb_site_summary *const sp[2] = {sites, sites};
     struct hb_report r;
-    CHECK(hb_report_merge(&r, two, 2, sp, 10, 3) == 0);
+    CHECK(hb_report_merge(&r, &no_sections, two, 2, sp, 10, 3) == 0);
     const struct hb_class_report *cr = &r.cls[HB_OP_SEND];
     CHECK(cr->freq_size_min == 32768 && cr->freq_size_max == 32768);
     CHECK_EQ_U64(cr->sum.top_size[1], 1024);
@@ -560,7 +576,7 @@ static struct hb_site_summary site(const char *name, unsigned op, uint64_t calls
 #define QUOTE_NAME "x \"q\" \\ y\t"
 
 struct synthetic {
-    struct hb_rank_summary rs[3];
+    struct rank_record rk[3];
     struct hb_site_summary s0[3], s1[2], s2[2];
     const struct hb_site_summary *sites[3];
 };
@@ -570,42 +586,42 @@ static void synthetic(struct synthetic *y)
     memset(y, 0, sizeof(*y));
     struct hb_class_summary *c;
 
-    c = &y->rs[0].cls[HB_OP_SEND];
+    c = &y->rk[0].h.cls[HB_OP_SEND];
     *c = (struct hb_class_summary){.calls = 100, .bytes = 100000, .reuse_calls = 60,
                                    .hot_calls = 20, .untracked_calls = 1, .zero_calls = 5,
                                    .proc_null_calls = 5, .buffers = 30, .hot_buffers = 2,
                                    .max_reuse = 50, .saving_ns = 1000, .lookup_ns = 1800};
     set_top(c, 4, (uint64_t[]){1024, 64, 8, 4}, (uint64_t[]){67, 20, 2, 1});
-    c = &y->rs[1].cls[HB_OP_SEND];
+    c = &y->rk[1].h.cls[HB_OP_SEND];
     *c = (struct hb_class_summary){.calls = 200, .bytes = 300000, .reuse_calls = 150,
                                    .hot_calls = 100, .proc_null_calls = 10, .buffers = 40,
                                    .hot_buffers = 3, .max_reuse = 120, .saving_ns = 5000,
                                    .lookup_ns = 3800};
     set_top(c, 2, (uint64_t[]){256, 1024}, (uint64_t[]){150, 40});
-    c = &y->rs[2].cls[HB_OP_SEND];
+    c = &y->rk[2].h.cls[HB_OP_SEND];
     *c = (struct hb_class_summary){.calls = 80, .bytes = 5000, .reuse_calls = 20,
                                    .untracked_calls = 4, .zero_calls = 2, .buffers = 25,
                                    .max_reuse = 10, .lookup_ns = 1560};
     set_top(c, 4, (uint64_t[]){64, 1024, 32, 16}, (uint64_t[]){40, 10, 5, 3});
     c->distinct_sizes = HB_SIZES_EXACT; /* its size table overflowed */
     c->other_size_calls = 9;
-    y->rs[0].cls[HB_OP_SEND].distinct_sizes = 4;
-    y->rs[1].cls[HB_OP_SEND].distinct_sizes = 2;
-    c = &y->rs[1].cls[HB_OP_PUT];
+    y->rk[0].h.cls[HB_OP_SEND].distinct_sizes = 4;
+    y->rk[1].h.cls[HB_OP_SEND].distinct_sizes = 2;
+    c = &y->rk[1].h.cls[HB_OP_PUT];
     *c = (struct hb_class_summary){.calls = 7, .bytes = 14336, .reuse_calls = 3, .buffers = 4,
                                    .max_reuse = 4, .lookup_ns = 140};
     set_top(c, 1, (uint64_t[]){2048}, (uint64_t[]){7});
 
-    y->rs[0].table_entries = 30, y->rs[0].table_hot = 2, y->rs[0].table_memory = 1000000;
-    y->rs[0].max_chain = 2, y->rs[0].sites = 5;
-    y->rs[1].table_entries = 44, y->rs[1].table_hot = 3, y->rs[1].table_memory = 2000000;
-    y->rs[1].max_chain = 4, y->rs[1].sites = 7, y->rs[1].site_overflow_calls = 11;
-    y->rs[1].stopped = HB_STOP_FULL, y->rs[1].stopped_after_entries = 16;
-    y->rs[1].stopped_after_calls = 500;
-    y->rs[2].table_entries = 25, y->rs[2].table_memory = 1500000, y->rs[2].max_chain = 3;
-    y->rs[2].sites = 2;
-    y->rs[2].stopped = HB_STOP_ADAPTED, y->rs[2].stopped_after_entries = 40;
-    y->rs[2].stopped_after_calls = 300;
+    y->rk[0].h.table_entries = 30, y->rk[0].h.table_hot = 2, y->rk[0].h.table_memory = 1000000;
+    y->rk[0].h.max_chain = 2, y->rk[0].h.sites = 5;
+    y->rk[1].h.table_entries = 44, y->rk[1].h.table_hot = 3, y->rk[1].h.table_memory = 2000000;
+    y->rk[1].h.max_chain = 4, y->rk[1].h.sites = 7, y->rk[1].h.site_overflow_calls = 11;
+    y->rk[1].h.stopped = HB_STOP_FULL, y->rk[1].h.stopped_after_entries = 16;
+    y->rk[1].h.stopped_after_calls = 500;
+    y->rk[2].h.table_entries = 25, y->rk[2].h.table_memory = 1500000, y->rk[2].h.max_chain = 3;
+    y->rk[2].h.sites = 2;
+    y->rk[2].h.stopped = HB_STOP_ADAPTED, y->rk[2].h.stopped_after_entries = 40;
+    y->rk[2].h.stopped_after_calls = 300;
 
     /* "main (a.c:10)" as a send on every rank and as a put on rank 0 */
     y->s0[0] = site("main (a.c:10)", HB_OP_SEND, 80, 50, 0, 3, (uint64_t[]){50, 20, 5});
@@ -615,22 +631,22 @@ static void synthetic(struct synthetic *y)
     y->s1[1] = site("loop (b.c:5)", HB_OP_SEND, 40, 7, 1, 0, NULL);
     y->s2[0] = site("loop (b.c:5)", HB_OP_SEND, 2, 2, 2, 0, NULL);
     y->s2[1] = site("main (a.c:10)", HB_OP_SEND, 40, 10, 2, 1, (uint64_t[]){10});
-    y->rs[0].nsites = 3, y->rs[1].nsites = 2, y->rs[2].nsites = 2;
+    y->rk[0].h.nsites = 3, y->rk[1].h.nsites = 2, y->rk[2].h.nsites = 2;
     /* one-sided: rank 1's puts partly rerouted, a shared window, a failed peer */
-    y->rs[1].cls[HB_OP_PUT].rerouted_calls = 5;
+    y->rk[1].h.cls[HB_OP_PUT].rerouted_calls = 5;
     y->s0[1].rerouted_calls = 2;
-    y->rs[0].rma.windows = 1, y->rs[0].rma.windows_rdma = 1;
-    y->rs[0].rma.ops_rdma = 5, y->rs[0].rma.bytes_rdma = 10240;
-    y->rs[0].rma.ops_pmpi[HB_RMA_CONNECTING] = 2;
-    y->rs[1].rma.windows = 2, y->rs[1].rma.windows_rdma = 1;
-    y->rs[1].rma.windows_pmpi[HB_WIN_SHARED] = 1, y->rs[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
-    y->rs[2].rdma.up = 1, y->rs[2].rdma.peers_failed = 1, y->rs[2].nfailed = 1;
-    y->rs[2].failed[0] = (struct hb_failed_peer){2, 0, "no answer to the connection request"};
+    y->rk[0].rma.windows = 1, y->rk[0].rma.windows_rdma = 1;
+    y->rk[0].rma.ops_rdma = 5, y->rk[0].rma.bytes_rdma = 10240;
+    y->rk[0].rma.ops_pmpi[HB_RMA_CONNECTING] = 2;
+    y->rk[1].rma.windows = 2, y->rk[1].rma.windows_rdma = 1;
+    y->rk[1].rma.windows_pmpi[HB_WIN_SHARED] = 1, y->rk[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
+    y->rk[2].rdma.s.up = 1, y->rk[2].rdma.s.peers_failed = 1, y->rk[2].rdma.nfailed = 1;
+    y->rk[2].rdma.failed[0] = (struct hb_failed_peer){2, 0, "no answer to the connection request"};
     /* allgather: two ranks' communicators served, one on PMPI */
-    y->rs[0].ag.comms = 2, y->rs[0].ag.comms_rdma = 1, y->rs[0].ag.comms_pmpi[HB_AGC_NO_RDMA] = 1;
-    y->rs[0].ag.calls_rdma = 3, y->rs[0].ag.bytes_rdma = 3000, y->rs[0].ag.algos[HB_AG_RING_COPY] = 3;
-    y->rs[1].ag.comms = 1, y->rs[1].ag.comms_rdma = 1, y->rs[1].ag.calls_rdma = 4;
-    y->rs[1].ag.algos[HB_AG_RD_ZCOPY] = 4, y->rs[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
+    y->rk[0].ag.comms = 2, y->rk[0].ag.comms_rdma = 1, y->rk[0].ag.comms_pmpi[HB_AGC_NO_RDMA] = 1;
+    y->rk[0].ag.calls_rdma = 3, y->rk[0].ag.bytes_rdma = 3000, y->rk[0].ag.algos[HB_AG_RING_COPY] = 3;
+    y->rk[1].ag.comms = 1, y->rk[1].ag.comms_rdma = 1, y->rk[1].ag.calls_rdma = 4;
+    y->rk[1].ag.algos[HB_AG_RD_ZCOPY] = 4, y->rk[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
     y->sites[0] = y->s0, y->sites[1] = y->s1, y->sites[2] = y->s2;
 }
 
@@ -639,7 +655,8 @@ static void test_merge(void)
     struct synthetic y;
     struct hb_report r;
     synthetic(&y);
-    CHECK(hb_report_merge(&r, y.rs, 3, y.sites, 10, 3) == 0);
+    CHECK(sizeof(struct rank_record) == hb_report_record_size(&layout));
+    CHECK(hb_report_merge(&r, &layout, y.rk, 3, y.sites, 10, 3) == 0);
     CHECK(r.nranks == 3);
 
     const struct hb_class_report *s = &r.cls[HB_OP_SEND];
@@ -845,7 +862,7 @@ static void test_merge(void)
     CHECK(r.sites == NULL && r.nsites == 0);
 
     /* caps: 2 sites, 2 buffers per site */
-    CHECK(hb_report_merge(&r, y.rs, 3, y.sites, 2, 2) == 0);
+    CHECK(hb_report_merge(&r, &layout, y.rk, 3, y.sites, 2, 2) == 0);
     CHECK_EQ_U64(r.nsites, 2);
     if (r.nsites == 2) {
         CHECK(r.sites[0].calls == 270 && r.sites[1].calls == 42);
@@ -855,7 +872,7 @@ static void test_merge(void)
     hb_report_free(&r);
 
     /* no ranks at all: still a report */
-    CHECK(hb_report_merge(&r, NULL, 0, NULL, 10, 3) == 0);
+    CHECK(hb_report_merge(&r, &layout, NULL, 0, NULL, 10, 3) == 0);
     CHECK(r.nranks == 0 && r.nsites == 0 && r.cls[HB_OP_SEND].sum.calls == 0);
     json = render(hb_report_render_json, &r, &ctx);
     text = render(hb_report_render_text, &r, &ctx);

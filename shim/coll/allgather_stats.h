@@ -1,0 +1,44 @@
+/* The RDMA Allgather's counters, reasons and report section.  MPI-free
+ * (the report's unit test renders it). */
+#ifndef HOTBUF_ALLGATHER_STATS_H
+#define HOTBUF_ALLGATHER_STATS_H
+
+#include <stdint.h>
+
+#include "report/report.h"
+
+/* Why a communicator stays on PMPI (see HB_REPORT_ENUM). */
+#define HB_AG_COMM_REASONS(_)                                                  \
+    _(HB_AGC_INTERCOMM, "intercomm") /* intercommunicator */                   \
+    _(HB_AGC_NO_RDMA, "no_rdma")    /* off, one rank, no transport/cache */    \
+    _(HB_AGC_INTRANODE, "intranode") /* ranks share a node, INTRANODE=0 */     \
+    _(HB_AGC_UNREACHABLE, "unreachable") /* a needed connection failed */      \
+    _(HB_AGC_MEMORY, "memory")      /* area not allocated or registered */
+
+/* Which algorithm a call took. */
+#define HB_AG_ALGOS(_)                                                         \
+    _(HB_AG_RD_COPY, "rd_copy")     /* recursive doubling, copy-based */       \
+    _(HB_AG_RD_ZCOPY, "rd_zcopy")   /* recursive doubling, zero-copy */        \
+    _(HB_AG_RING_COPY, "ring_copy") /* ring, copy-based */                     \
+    _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */
+
+/* Why a call on a served communicator did not use RDMA. */
+#define HB_AG_CALL_REASONS(_)                                                  \
+    _(HB_AGP_COMM, "comm")          /* the communicator is not served */       \
+    _(HB_AGP_EMPTY, "empty")        /* zero bytes */                           \
+    _(HB_AGP_NONBLOCKING, "nonblocking") /* MPI_Iallgather: left to MPI */
+
+enum hb_ag_comm_reason { HB_AG_COMM_REASONS(HB_REPORT_ENUM) HB_AGC_NREASONS };
+enum hb_ag_algo { HB_AG_ALGOS(HB_REPORT_ENUM) HB_AG_NALGOS };
+enum hb_ag_call_reason { HB_AG_CALL_REASONS(HB_REPORT_ENUM) HB_AGP_NREASONS };
+
+/* One rank's counters (also its report record: summed over the ranks). */
+struct hb_ag_summary {
+    uint64_t comms, comms_rdma, comms_pmpi[HB_AGC_NREASONS];
+    uint64_t calls_rdma, bytes_rdma, algos[HB_AG_NALGOS];
+    uint64_t calls_pmpi[HB_AGP_NREASONS];
+};
+
+extern const struct hb_report_section hb_ag_section;
+
+#endif

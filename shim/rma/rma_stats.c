@@ -1,0 +1,50 @@
+/* The one-sided section of the report (see rma_stats.h). */
+#include "rma_stats.h"
+
+_Static_assert(sizeof(struct hb_rma_summary) % 8 == 0, "records concatenate unpadded");
+
+static const char *const win_names[] = {HB_RMA_WIN_REASONS(HB_REPORT_NAME)};
+static const char *const op_names[] = {HB_RMA_OP_REASONS(HB_REPORT_NAME)};
+
+static void render_text(FILE *out, const void *acc, const struct hb_report *r)
+{
+    const struct hb_rma_summary *m = acc;
+    char b1[32];
+    (void)r;
+    if (!m->windows)
+        return;
+    fprintf(out, "one-sided: %llu window(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
+            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
+    hb_report_text_counts(out, m->windows_pmpi, 0, HB_WIN_NREASONS, win_names);
+    fprintf(out, "\n  %llu put/get moved by hotbuf's RDMA (%s); hot ones left on PMPI: ",
+            (unsigned long long)m->ops_rdma,
+            hb_report_bytes((double)m->bytes_rdma, b1, sizeof(b1)));
+    hb_report_text_counts(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, op_names);
+    fprintf(out, "\n");
+    if (m->reissued)
+        fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
+                (unsigned long long)m->reissued);
+}
+
+static void render_json(FILE *out, const void *acc, const struct hb_report *r)
+{
+    const struct hb_rma_summary *m = acc;
+    (void)r;
+    fprintf(out, "{\"windows\": %llu, \"windows_rdma\": %llu, \"windows_pmpi\": ",
+            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
+    hb_report_json_counts(out, m->windows_pmpi, 0, HB_WIN_NREASONS, win_names);
+    fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
+                 "\"pscw_tokens\": %llu, \"ops_pmpi\": ",
+            (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
+            (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens);
+    hb_report_json_counts(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, op_names);
+    fprintf(out, "}");
+}
+
+const struct hb_report_section hb_rma_section = {
+    .name = "rma",
+    .record_size = sizeof(struct hb_rma_summary),
+    .merge = NULL, /* counters: summed */
+    .render_text = render_text,
+    .render_json = render_json,
+};
