@@ -177,13 +177,14 @@ behaviour_mpmd_fortran() { # a C and a Fortran program in one job: same results,
     for f in mixed_lang_f mixed_lang_f08; do
         d=$work/mpmd-fortran-$mpi-$f; mkdir -p "$d"
         selected "$mpi/mpmd_$f" || continue
-        # Open MPI's default one-sided component needs MPI_THREAD_MULTIPLE
-        local cmd=(env OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm $l build/$mpi/tests/mixed_lang
-                   : -n 1 build/$mpi/tests/$f)
+        local cmd=($l build/$mpi/tests/mixed_lang : -n 1 build/$mpi/tests/$f)
+        # (Open MPI's default one-sided component needs MPI_THREAD_MULTIPLE)
+        export OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm
         timeout 120 "${cmd[@]}" >"$d/plain.out" 2>"$d/plain.err"
         HOTBUF_REPORT=json HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$d/r \
             timeout 120 tools/hotbuf-run --mpi=$mpi -- "${cmd[@]}" >"$d/hb.out" 2>"$d/hb.err"
         rc=$?
+        unset OMPI_MCA_osc UCX_TLS
         if [ $rc != 0 ] || [ "$(grep -c 'wrong 0, 64KiB wrong 0, in place wrong 0; .*get wrong 0; checksum' \
                                  "$d/plain.out")" != 2 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
             fail "$mpi/mpmd_$f" "MPMD C+Fortran job broken (exit $rc) or output differs" "$d/hb.err"

@@ -30,9 +30,13 @@ contains
   end function wrong
 
   subroutine allgathers()
-    integer, save :: send(0:large - 1), recv(0:2 * large - 1)
+    ! On the heap: a static array may share its first page with the
+    ! program's file-backed data, which hotbuf cannot register (then its
+    ! zero-copy Allgather aborts the job; see tests/rdma/mixed_lang.sh).
+    integer, allocatable, save :: send(:), recv(:)
     integer :: it, r, i
     integer(kind=8) :: sum
+    allocate(send(0:large - 1), recv(0:2 * large - 1))
     do it = 1, iters
        call fill(send, small, rank, it)
        call MPI_Allgather(send, small, MPI_INTEGER, recv, small, MPI_INTEGER, &
@@ -58,6 +62,7 @@ contains
        sum = mod(sum + int(recv(i), 8) * (mod(i, 7) + 1), 1000003_8)
     end do
     res(9) = int(sum)
+    deallocate(send, recv)
   end subroutine allgathers
 
   ! Put mine into the peer's window, then Get it back, in fence epochs.
