@@ -40,9 +40,20 @@ static int wrong(const int *p, int n, int r, int it)
     return bad;
 }
 
+/* Reused (hot) buffers, on the heap: hotbuf cannot register a static
+ * array that shares a page with the program's file-backed data (userfaultfd
+ * does not watch such mappings), so it would leave it on MPI. */
+static int *hot_buffer(int which)
+{
+    static int *b[4];
+    if (!b[which])
+        b[which] = malloc(WIN * sizeof(int));
+    return b[which];
+}
+
 __attribute__((noinline)) static void allgathers(void)
 {
-    static int send[LARGE], recv[2 * LARGE];
+    int *send = malloc(LARGE * sizeof(int)), *recv = malloc(2 * LARGE * sizeof(int));
     for (int it = 1; it <= ITERS; it++) {
         fill(send, SMALL, rank, it);
         MPI_Allgather(send, SMALL, MPI_INTEGER, recv, SMALL, MPI_INTEGER, MPI_COMM_WORLD);
@@ -62,12 +73,14 @@ __attribute__((noinline)) static void allgathers(void)
     for (int i = 0; i < 2 * LARGE; i++)
         sum = (sum + (long)recv[i] * (i % 7 + 1)) % 1000003;
     res[8] = (int)sum;
+    free(send);
+    free(recv);
 }
 
 /* Put mine into the peer's window, then Get it back, in fence epochs. */
 __attribute__((noinline)) static void fence_epochs(MPI_Win win, const int *mem, int first, int base)
 {
-    static int obuf[WIN], gbuf[WIN];
+    int *obuf = hot_buffer(0), *gbuf = hot_buffer(1);
     MPI_Win_fence(0, win);
     for (int it = 1; it <= ITERS; it++) {
         fill(obuf, WIN, rank, base + it);
@@ -82,7 +95,7 @@ __attribute__((noinline)) static void fence_epochs(MPI_Win win, const int *mem, 
 
 __attribute__((noinline)) static void lock_epochs(MPI_Win win)
 {
-    static int obuf[WIN], gbuf[WIN];
+    int *obuf = hot_buffer(2), *gbuf = hot_buffer(3);
     for (int it = 1; it <= ITERS; it++) {
         fill(obuf, WIN, rank, 100 + it);
         MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, win);

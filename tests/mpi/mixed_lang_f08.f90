@@ -32,7 +32,7 @@ contains
   subroutine allgathers()
     ! On the heap: a static array may share its first page with the
     ! program's file-backed data, which hotbuf cannot register (then its
-    ! zero-copy Allgather aborts the job; see tests/rdma/mixed_lang.sh).
+    ! zero-copy Allgather aborts the job, and Put/Get stay on MPI).
     integer, allocatable, save :: send(:), recv(:)
     integer :: it, r, i
     integer(kind=8) :: sum
@@ -70,9 +70,10 @@ contains
     type(MPI_Win), intent(in) :: win
     integer, intent(in) :: first, base
     integer, volatile :: mem(0:)
-    integer, save, volatile :: obuf(0:wsize - 1), gbuf(0:wsize - 1)
+    integer, allocatable, save, volatile :: obuf(:), gbuf(:) ! on the heap (see allgathers)
     integer(kind=MPI_ADDRESS_KIND), parameter :: disp = 0
     integer :: it
+    if (.not. allocated(obuf)) allocate(obuf(0:wsize - 1), gbuf(0:wsize - 1))
     call MPI_Win_fence(0, win)
     do it = 1, iters
        call fill(obuf, wsize, rank, base + it)
@@ -87,9 +88,10 @@ contains
 
   subroutine lock_epochs(win)
     type(MPI_Win), intent(in) :: win
-    integer, save, volatile :: obuf(0:wsize - 1), gbuf(0:wsize - 1)
+    integer, allocatable, save, volatile :: obuf(:), gbuf(:) ! on the heap (see allgathers)
     integer(kind=MPI_ADDRESS_KIND), parameter :: disp = 0
     integer :: it
+    if (.not. allocated(obuf)) allocate(obuf(0:wsize - 1), gbuf(0:wsize - 1))
     do it = 1, iters
        call fill(obuf, wsize, rank, 100 + it)
        call MPI_Win_lock(MPI_LOCK_EXCLUSIVE, peer, 0, win)
