@@ -118,8 +118,8 @@ def parse(path):
             continue
         if line.startswith("MPI_"):                 # a new row
             if cur:
-                rows.append(finish(*cur))
-            cur = [line, {}, f"{path}:{no}", None]
+                rows.append(Row(cur[0].strip(), cur[1], cur[2]))
+            cur = [line, {}, f"{path}:{no}", None]  # prototype, hooks, where, last key
             continue
         if cur is None:
             sys.exit(f"{path}:{no}: text before the first row")
@@ -132,10 +132,6 @@ def parse(path):
         else:                                       # the prototype goes on
             cur[0] += " " + line.strip()
     return rows
-
-
-def finish(proto, hooks, where, _last):
-    return Row(proto.strip(), hooks, where)
 
 
 # ---- C: the bodies and the C bindings ---------------------------------------
