@@ -47,11 +47,16 @@ MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
-            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/mpi_library.c)
-HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h pmpi/*.def regcache/*.h)
+            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c)
+HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h regcache/*.h)
 INCLUDES := -I. -Ishim
 
-LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC))
+# The C and Fortran bindings, generated from one table (pmpi/mpi_calls.def).
+GEN      := $(BUILD)/gen
+GEN_SRC  := $(GEN)/c_bindings.c $(GEN)/f_bindings.c
+GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o
+
+LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC)) $(GEN_OBJ)
 
 .PHONY: all all-mpi test test-rdma bench demo deps clean print-mpi format format-check
 all: $(LIB)
@@ -63,6 +68,14 @@ all-mpi:
 $(BUILD)/obj/%.o: %.c $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) $(CFLAGS) -c $< -o $@
+
+# One rule, several outputs: a grouped target.
+$(GEN)/bodies.h $(GEN_SRC) $(GEN)/f_symbols.txt &: pmpi/mpi_calls.def pmpi/gen_bindings.py
+	python3 pmpi/gen_bindings.py --mpi $(MPI) pmpi/mpi_calls.def $(GEN)
+
+$(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN)/bodies.h $(HEADERS) Makefile
+	@mkdir -p $(dir $@)
+	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) -I$(GEN) $(CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	$(MPICC) -shared -O2 -flto=auto -o $@ $^ $(LIBS) -Wl,-z,defs
@@ -87,6 +100,11 @@ TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD
 $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -O2 -g -Wall -o $@ $<
+
+# Fortran-to-C conversions on their own (request and status arrays).
+$(BUILD)/tests/f_convert_check: tests/mpi/f_convert_check.c pmpi/f_convert.c pmpi/f_convert.h
+	@mkdir -p $(dir $@)
+	$(MPICC) -O2 -g -Wall -I. -o $@ $< pmpi/f_convert.c -ldl
 
 $(BUILD)/tests/%: tests/mpi/%.f90
 	@mkdir -p $(dir $@)

@@ -1,66 +1,12 @@
-/* C bindings: generated from c_wrappers.def, plus the life-cycle calls. */
+/* C bindings of the life-cycle calls: Init, Finalize, Abort. */
 #include <mpi.h>
 
 #include "mpi_library.h"
 
-#include "coll/allgather.h"
-#include "rma/rma.h"
-#include "core/runtime.h"
-#include "core/track_mpi.h"
+#include "bindings.h"
 
-#define HB_CALLER __builtin_return_address(0)
-#define HB_EXPORT __attribute__((visibility("default")))
-
-#define HB_PRE(name, params, args, action)                                 \
-    HB_EXPORT int MPI_##name params                                                   \
-    {                                                                       \
-        if (hb_should_track()) {                                            \
-            action;                                                         \
-        }                                                                   \
-        return PMPI_##name args;                                            \
-    }
-
-#define HB_POST(name, params, args, action)                                \
-    HB_EXPORT int MPI_##name params                                                   \
-    {                                                                       \
-        int rc_ = PMPI_##name args;                                         \
-        if (rc_ == MPI_SUCCESS && hb_should_track()) {                      \
-            action;                                                         \
-        }                                                                   \
-        return rc_;                                                         \
-    }
-
-#define HB_ROUTE(name, params, args, call)                                 \
-    HB_EXPORT int MPI_##name params                                         \
-    {                                                                       \
-        if (hb_should_track())                                              \
-            return call;                                                    \
-        return PMPI_##name args;                                            \
-    }
-
-#define HB_SYNC(name, params, args, before, after)                         \
-    HB_EXPORT int MPI_##name params                                         \
-    {                                                                       \
-        int track_ = hb_should_join();                                      \
-        if (track_) {                                                       \
-            before;                                                         \
-        }                                                                   \
-        int rc_ = PMPI_##name args;                                         \
-        if (track_ && rc_ == MPI_SUCCESS) {                                 \
-            after;                                                          \
-        }                                                                   \
-        return rc_;                                                         \
-    }
-
-#define HB_COLL(name, params, args, call)                                  \
-    HB_EXPORT int MPI_##name params                                         \
-    {                                                                       \
-        if (hb_should_join())                                               \
-            return call;                                                    \
-        return PMPI_##name args;                                            \
-    }
-
-#include "c_wrappers.def"
+/* The intercepted calls themselves are generated from mpi_calls.def
+ * (build/<mpi>/gen/c_bindings.c). */
 
 /* Life cycle.  hotbuf defines PMPI_Init, PMPI_Init_thread and
  * PMPI_Finalize themselves, forwarding to the MPI library's through

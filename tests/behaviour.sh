@@ -172,10 +172,43 @@ behaviour_mixed_env() { # ranks with different settings still agree: no hang, on
     fi
 }
 
+behaviour_mpmd_fortran() { # a C and a Fortran program in one job: same results, Fortran sites
+    local mpi=$1 f d l rc; l=$(launcher "$mpi" 1)
+    for f in mixed_lang_f mixed_lang_f08; do
+        d=$work/mpmd-fortran-$mpi-$f; mkdir -p "$d"
+        selected "$mpi/mpmd_$f" || continue
+        local cmd=($l build/$mpi/tests/mixed_lang : -n 1 build/$mpi/tests/$f)
+        # (Open MPI's default one-sided component needs MPI_THREAD_MULTIPLE)
+        export OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm
+        timeout 120 "${cmd[@]}" >"$d/plain.out" 2>"$d/plain.err"
+        HOTBUF_REPORT=json HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$d/r \
+            timeout 120 tools/hotbuf-run --mpi=$mpi -- "${cmd[@]}" >"$d/hb.out" 2>"$d/hb.err"
+        rc=$?
+        unset OMPI_MCA_osc UCX_TLS
+        if [ $rc != 0 ] || [ "$(grep -c 'wrong 0, 64KiB wrong 0, in place wrong 0; .*get wrong 0; checksum' \
+                                 "$d/plain.out")" != 2 ] || ! cmp -s "$d/plain.out" "$d/hb.out"; then
+            fail "$mpi/mpmd_$f" "MPMD C+Fortran job broken (exit $rc) or output differs" "$d/hb.err"
+        elif ! python3 - "$d/r.json" "$f.f90" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+calls = {op: sum(s["calls"] for s in r["sites"] if s["op"] == op and "(%s:" % sys.argv[2] in s["name"])
+         for op in ("allgather", "put", "get")}
+# per Fortran rank: 3 x 12 Allgathers; 12 fence + 12 lock + 12 allocated-window Puts, Gets
+sys.exit(calls != {"allgather": 36, "put": 36, "get": 36})
+PY
+        then
+            fail "$mpi/mpmd_$f" "Fortran call sites missing from the report" "$d/r.json"
+        else
+            pass "$mpi/mpmd_$f"
+        fi
+    done
+}
+
 for mpi in openmpi mpich; do
     for b in invalid_config enable_off default_report unwritable_report abort no_finalize \
              callsite_depth mpmd mixed_env; do
         selected "$mpi/$b" && behaviour_$b $mpi
     done
+    behaviour_mpmd_fortran $mpi
 done
 selected launcher && behaviour_launcher

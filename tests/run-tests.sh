@@ -115,6 +115,28 @@ for mpi in openmpi mpich; do
     HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
 done
 
+# ---- the bindings ----------------------------------------------------------------
+# What the generated Fortran bindings assume of each MPI's Fortran libraries
+# (names, mpi_f08 paths), and the request/status array conversions alone.
+for mpi in openmpi mpich; do
+    if selected "bindings/$mpi"; then
+        if python3 tests/check_bindings.py $mpi build/$mpi >"$work/bindings-$mpi.log" 2>&1; then
+            pass "bindings/$mpi"
+        else
+            fail "bindings/$mpi" "Fortran entry points" "$work/bindings-$mpi.log"
+        fi
+    fi
+    if selected "$mpi/f_convert"; then
+        timeout 60 $(launcher $mpi 1) build/$mpi/tests/f_convert_check >"$work/fconv-$mpi.log" 2>&1
+        if [ "$(grep -c 'f_convert_check: .*, bad 0$' "$work/fconv-$mpi.log")" = 5 ] &&
+           [ "$(wc -l <"$work/fconv-$mpi.log")" = 5 ]; then
+            pass "$mpi/f_convert"
+        else
+            fail "$mpi/f_convert" "request/status array conversions" "$work/fconv-$mpi.log"
+        fi
+    fi
+done
+
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
 

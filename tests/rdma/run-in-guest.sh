@@ -109,6 +109,11 @@ RUN_TIMEOUT=600 run_prog rma_faults tests/rdma/rma_faults.sh
 #    2, 3, 4 and 8 ranks (both algorithms, copy-based and zero-copy).
 RUN_TIMEOUT=900 run_prog allgather tests/rdma/allgather_rdma.sh
 
+# 9. A C and a Fortran program in one job (MPMD), rerouting on: Allgather,
+#    windows, fence and lock epochs meet across the languages, Open MPI and
+#    MPICH, `use mpi` and `use mpi_f08`.
+RUN_TIMEOUT=900 run_prog mixed_lang tests/rdma/mixed_lang.sh
+
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]
