@@ -32,7 +32,8 @@ LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 #   shim/util                             helpers: clock, list, pool, why, memlock, device choice
 #   shim/transport, regcache              MPI-free leaves
 #   shim/config < shim/track              MPI-free model: settings, reuse table, cost model
-#   shim/report, shim/rdma                report pipeline; RDMA bring-up
+#   shim/report                           report pipeline (sections registered from above)
+#   shim/rdma                             RDMA bring-up and its report section
 #   shim/core                             runtime, subsystem list, progress
 #   shim/rma, shim/coll, shim/persist     subsystems (never use each other)
 #   pmpi                                  the bindings

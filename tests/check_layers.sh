@@ -9,10 +9,11 @@
 #   1  shim/transport  regcache            MPI-free leaves: verbs transport, registration cache
 #   2  shim/config                         settings (track reads them: config is below track)
 #   3  shim/track                          reuse table, tracker, call sites, cost model
-#   4  shim/report  shim/rdma              report pipeline; RDMA bring-up
-#   5  shim/core                           runtime
-#   6  shim/rma  shim/coll  shim/persist  shim/p2p    subsystems
-#   7  pmpi                                the bindings
+#   4  shim/report                         report pipeline (sections registered from above)
+#   5  shim/rdma                           RDMA bring-up; owns the report's RDMA section
+#   6  shim/core                           runtime, subsystem list, progress
+#   7  shim/rma  shim/coll  shim/persist  shim/p2p    subsystems
+#   8  pmpi                                the bindings
 #
 # System headers: <mpi.h> never below the report layer (util, transport,
 # regcache, config and track stay MPI-free and unit-testable);
@@ -31,10 +32,11 @@ LAYERS='
 1 shim/transport regcache
 2 shim/config
 3 shim/track
-4 shim/report shim/rdma
-5 shim/core
-6 shim/rma shim/coll shim/persist shim/p2p
-7 pmpi
+4 shim/report
+5 shim/rdma
+6 shim/core
+7 shim/rma shim/coll shim/persist shim/p2p
+8 pmpi
 '
 NO_MPI='shim/util shim/transport regcache shim/config shim/track'
 NO_VERBS='shim/config shim/report shim/core pmpi'
