@@ -9,6 +9,7 @@
 #include "progress.h"
 #include "subsys.h"
 #include "track/calibrate.h"
+#include "transport/transport.h"
 #include "track_mpi.h"
 
 struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};
@@ -26,16 +27,19 @@ static const char *env_lookup(const char *name)
 }
 
 /* Rank 0 measures, everyone uses its numbers: thresholds are then the same
- * on every rank, and the other ranks do not pay for the measurement.  One
- * line says what RDMA hotbuf has, and where R came from when it is not
- * measured. */
+ * on every rank, and the other ranks do not pay for the measurement.  R is
+ * measured on the transport's own protection domain, so on the device that
+ * will register the buffers.  One line says what RDMA hotbuf has, and where
+ * R came from when it is not measured. */
 static void calibrate_and_connect(const struct hb_ctx *ctx)
 {
     char why[128] = "";
-    if (ctx->rank == 0)
-        hb_calibrate(&hb_rt.cost, &hb_rt.cfg, why, sizeof(why));
-    PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, ctx->comm);
     int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, ctx->rank, ctx->size, ctx->comm) == 0;
+    if (ctx->rank == 0)
+        hb_calibrate_pd(&hb_rt.cost, &hb_rt.cfg,
+                        hb_rt.rdma.tr ? hb_transport_pd(hb_rt.rdma.tr) : NULL, why,
+                        sizeof(why));
+    PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, ctx->comm);
     if (ctx->rank != 0)
         return;
     if (hb_rt.cost.reg_src != HB_COST_DEFAULT)

@@ -59,12 +59,6 @@ static void calibrate_reg(struct hb_costmodel *cm, const struct hb_config *cfg,
     cm->reg_page_us = cfg->reg_page_us >= 0 ? cfg->reg_page_us : page;
 }
 
-void hb_calibrate(struct hb_costmodel *cm, const struct hb_config *cfg, char *why_default,
-                  size_t len)
-{
-    hb_calibrate_pd(cm, cfg, NULL, why_default, len);
-}
-
 void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg, struct ibv_pd *pd,
                      char *why_default, size_t len)
 {

@@ -18,10 +18,6 @@ struct ibv_pd;
 void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg, struct ibv_pd *pd,
                      char *why_default, size_t len);
 
-/* hb_calibrate_pd without a protection domain. */
-void hb_calibrate(struct hb_costmodel *cm, const struct hb_config *cfg, char *why_default,
-                  size_t len);
-
 /* Lookup overhead V in ns: a find in a populated table of 2^bits buckets. */
 double hb_measure_lookup_ns(int bits);
 
