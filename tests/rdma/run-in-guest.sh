@@ -114,6 +114,12 @@ RUN_TIMEOUT=900 run_prog allgather tests/rdma/allgather_rdma.sh
 #    MPICH, `use mpi` and `use mpi_f08`.
 RUN_TIMEOUT=900 run_prog mixed_lang tests/rdma/mixed_lang.sh
 
+# 10. Correct programs an earlier hotbuf broke (issue 11): a window
+#     madvised by its target, mremap of a partly registered mapping, a
+#     receive pending on MPI_COMM_SELF, 1200 windows, unregistrable
+#     Allgather receive buffers, spawn + merge.
+RUN_TIMEOUT=1500 run_prog defects tests/rdma/defects.sh
+
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]
