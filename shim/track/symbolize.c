@@ -13,6 +13,8 @@ struct hb_symbolizer {
     Dwfl *dwfl;
 };
 
+/* libdw's callbacks take a char ** that must outlive every Dwfl; NULL (never
+ * written) means the default debuginfo search path. */
 static char *debuginfo_path;
 
 struct hb_symbolizer *hb_symbolizer_open(void)
