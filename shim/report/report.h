@@ -119,8 +119,15 @@ struct hb_report {
     uint64_t sites_total, site_overflow_calls;
     struct hb_site_summary *sites;              /* merged, by calls descending */
     size_t nsites;
+    /* Site records not merged, and their calls: their site was new when
+     * rank 0's table already held site_cap sites (or memory ran out). */
+    uint64_t sites_left_out, site_calls_left_out;
     struct hb_report_layout layout;             /* the sections, in order */
     void *acc[HB_REPORT_MAX_SECTIONS];          /* their merged records */
+    /* Merge state, between hb_report_merge_begin and _end. */
+    size_t site_cap, site_room, max_buffers, hash_size;
+    uint32_t *site_hash;                  /* index + 1 into sites; 0: free */
+    uint32_t sized[HB_OP_COUNT];                /* ranks with a frequent size */
 };
 
 /* What the report says about the run besides the counts. */
@@ -135,6 +142,27 @@ struct hb_report_context {
     int nnotes;
 };
 
+/* How the gather is cut so that no MPI count overflows an int and rank
+ * 0's memory stays under a fixed budget whatever the number of ranks.
+ * Pure arithmetic (unit-tested at 10^6 ranks); the same on every rank,
+ * since it depends only on its arguments. */
+#define HB_REPORT_BUDGET ((size_t)64 << 20) /* rank 0's memory for it */
+
+struct hb_gather_plan {
+    size_t max_sites;       /* site records each rank sends, at most */
+    int msg_count;          /* one rank's message in bytes (an MPI count) */
+    int batch;              /* ranks whose messages rank 0 holds at once */
+    int rounds;             /* batches, for ranks 1..nranks-1 */
+    long long max_displ;    /* largest byte offset given to MPI */
+    size_t site_cap;        /* distinct sites rank 0 merges (then: left out) */
+    size_t root_bytes;      /* rank 0's memory for all of it, at most */
+};
+
+/* Returns 0, or -1 when even one rank's message cannot fit the budget. */
+int hb_report_gather_plan(int nranks, size_t record_size, size_t site_size,
+                          size_t max_sites, size_t budget,
+                          struct hb_gather_plan *p);
+
 /* Bytes of one rank's record: the header and every section's record. */
 size_t hb_report_record_size(const struct hb_report_layout *l);
 
@@ -146,6 +174,17 @@ int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const
                     int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
                     size_t max_buffers);
 void hb_report_free(struct hb_report *r);
+
+/* The same, one rank at a time, so that rank 0 never holds every rank's
+ * records: begin, then merge_rank for rank 0, 1, ... in order (sections
+ * fold ranks in order), then end.  At most site_cap distinct sites are
+ * kept; a record of a site new past that is counted in sites_left_out.
+ * begin returns 0 or -1 (no memory); free r either way. */
+int hb_report_merge_begin(struct hb_report *r, const struct hb_report_layout *l,
+                          size_t site_cap, size_t max_buffers);
+void hb_report_merge_rank(struct hb_report *r, const void *record,
+                          const struct hb_site_summary *sites, size_t nsites);
+void hb_report_merge_end(struct hb_report *r, size_t max_sites);
 
 void hb_report_render_text(FILE *out, const struct hb_report *r,
                            const struct hb_report_context *ctx);

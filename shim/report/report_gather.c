@@ -1,6 +1,6 @@
 /* Gathers the report on rank 0 and writes it (see report_gather.h).  Each rank
  * sends one fixed-size summary and at most HOTBUF_REPORT_SITES site
- * records, so rank 0 receives a bounded amount per rank. */
+ * records; rank 0 folds them in, a bounded batch of ranks at a time. */
 #include "report_gather.h"
 
 #include <stdio.h>
@@ -10,15 +10,30 @@
 #include "report.h"
 #include "report_local.h"
 
-/* Rank 0's buffers, allocated before the first collective so that a
- * failure can still be agreed on. */
+/* Rank 0 receives one message per rank, in batches of plan.batch ranks,
+ * and folds each into the report as it comes (hb_report_merge_rank), so
+ * its memory does not grow with the number of ranks and no MPI count is
+ * larger than one rank's message.  A rank sends only once rank 0 has
+ * posted the receive for it (a zero-byte token says so), so no rank's
+ * message waits unexpected at rank 0 either.  Point-to-point on hotbuf's
+ * private communicator, under a tag nothing else there uses. */
+#define REPORT_TAG 0x4842
+
+/* What the report is set to: rank 0's settings, for all. */
+enum { SET_MODE, SET_SITES, SET_BUFFERS, SET_COUNT };
+
+/* Everything allocated before the ranks agree, so that a failure can
+ * still be agreed on. */
 struct gather {
+    int set[SET_COUNT];
     size_t rsize;                     /* bytes of one rank's record */
-    char *rec;                        /* this rank's */
-    struct hb_site_summary *sites;    /* this rank's, rs->nsites of them */
-    char *all;                        /* rank 0: every rank's record */
-    int *counts, *displs;             /* rank 0: site bytes per rank */
-    char *site_bytes;                 /* rank 0: every rank's sites */
+    struct hb_gather_plan plan;
+    char *msg;                        /* this rank's record, then its sites */
+    size_t msg_len;
+    char *batch;                      /* rank 0: one batch of messages */
+    MPI_Request *req;                 /* rank 0: receives, then tokens */
+    MPI_Status *st;
+    struct hb_report r;               /* rank 0: merged so far */
 };
 
 static const char *thread_level_name(int level)
@@ -91,127 +106,152 @@ static void write_report(const struct hb_report_input *in, int mode, const struc
     char lib[256];
     library_name(lib, sizeof(lib));
     ctx.mpi_library = lib;
-    memcpy(ctx.notes, in->notes, (size_t)in->nnotes * sizeof(ctx.notes[0]));
+    /* ctx.notes holds HB_MAX_NOTES */
+    if (ctx.nnotes < 0 || ctx.nnotes > HB_MAX_NOTES)
+        ctx.nnotes = ctx.nnotes < 0 ? 0 : HB_MAX_NOTES;
+    if (ctx.nnotes)
+        memcpy(ctx.notes, in->notes, (size_t)ctx.nnotes * sizeof(ctx.notes[0]));
     if (mode == HB_REPORT_TEXT || mode == HB_REPORT_BOTH)
         write_one(in->cfg->report_file, 0, r, &ctx);
     if (mode == HB_REPORT_JSON || mode == HB_REPORT_BOTH)
         write_one(in->cfg->report_file, 1, r, &ctx);
 }
 
-static const struct hb_rank_summary *header_of(const struct gather *g, int i)
-{
-    return (const struct hb_rank_summary *)(g->all + (size_t)i * g->rsize);
-}
-
-/* Rank 0 only: merge what was gathered and write it. */
-static void merge_and_write(const struct hb_report_input *in, int mode, const struct gather *g)
-{
-    const struct hb_site_summary **sites = malloc(in->size * sizeof(*sites));
-    struct hb_report r;
-    if (!sites) {
-        fprintf(stderr, "hotbuf: out of memory for the report\n");
-        return;
-    }
-    size_t off = 0;
-    for (int i = 0; i < in->size; i++) {
-        sites[i] = (const struct hb_site_summary *)(g->site_bytes + off);
-        off += header_of(g, i)->nsites * sizeof(struct hb_site_summary);
-    }
-    if (hb_report_merge(&r, &in->layout, g->all, in->size, sites,
-                        (size_t)in->cfg->report_sites, (size_t)in->cfg->report_buffers) == 0)
-        write_report(in, mode, &r);
-    else
-        fprintf(stderr, "hotbuf: out of memory for the report\n");
-    hb_report_free(&r);
-    free(sites);
-}
-
-/* This rank's record: the tracker's header, then the sections. */
-static int local_record(const struct hb_report_input *in, struct gather *g)
+/* This rank's message: the tracker's header with nsites, the sections,
+ * then the site records (at most plan.max_sites, the same on all ranks). */
+static int local_message(const struct hb_report_input *in, struct gather *g)
 {
     struct hb_rank_summary rs;
-    if (!in->sections || !(g->rec = calloc(1, g->rsize)))
+    struct hb_site_summary *sites = NULL;
+    if (!in->sections)
         return -1;
     if (!in->tracker ||
-        hb_report_local(in->tracker, in->cost, in->rank, (size_t)in->cfg->report_sites,
-                        (size_t)in->cfg->report_buffers, &rs, &g->sites))
-        memset(&rs, 0, sizeof(rs)); /* no tracker or no memory: no tracker numbers */
-    memcpy(g->rec, &rs, sizeof(rs));
-    memcpy(g->rec + sizeof(rs), in->sections, g->rsize - sizeof(rs));
-    return 0;
+        hb_report_local(in->tracker, in->cost, in->rank, g->plan.max_sites,
+                        (size_t)g->set[SET_BUFFERS], &rs, &sites))
+        memset(&rs, 0, sizeof(rs)); /* no tracker or no memory: no numbers */
+    if (rs.nsites > g->plan.max_sites)
+        rs.nsites = g->plan.max_sites;
+    size_t site_bytes = rs.nsites * sizeof(*sites);
+    g->msg_len = g->rsize + site_bytes;
+    if ((g->msg = malloc(g->msg_len))) {
+        memcpy(g->msg, &rs, sizeof(rs));
+        memcpy(g->msg + sizeof(rs), in->sections, g->rsize - sizeof(rs));
+        if (site_bytes)
+            memcpy(g->msg + g->rsize, sites, site_bytes);
+    }
+    free(sites);
+    return g->msg ? 0 : -1;
 }
 
-static int root_buffers(const struct hb_report_input *in, struct gather *g)
+/* Rank 0: a batch's buffers and an empty report. */
+static int root_setup(struct gather *g, const struct hb_report_input *in)
 {
-    g->all = calloc((size_t)in->size, g->rsize);
-    g->counts = calloc((size_t)in->size, sizeof(int));
-    g->displs = calloc((size_t)in->size, sizeof(int));
-    return g->all && g->counts && g->displs ? 0 : -1;
+    size_t n = (size_t)g->plan.batch;
+    g->batch = malloc(n * (size_t)g->plan.msg_count);
+    g->req = malloc(2 * n * sizeof(*g->req));
+    g->st = malloc(2 * n * sizeof(*g->st));
+    int ok = g->batch && g->req && g->st;
+    return hb_report_merge_begin(&g->r, &in->layout, g->plan.site_cap,
+                                 (size_t)g->set[SET_BUFFERS]) || !ok ? -1 : 0;
 }
 
-/* Rank 0's setting decides for all: a rank with a different environment
- * must not leave the others waiting in a gather.  A rank out of memory
- * turns the report off everywhere, since all must take the same
- * collectives below. */
-static int agree_mode(const struct hb_report_input *in, struct gather *g)
+/* Rank 0's settings decide for all: a rank with a different environment
+ * must neither skip the report nor send more sites than rank 0 has room
+ * for.  A rank out of memory turns the report off everywhere, since all
+ * must take the same steps below. */
+static int agree(const struct hb_report_input *in, struct gather *g)
 {
-    int mode = in->cfg->report;
-    PMPI_Bcast(&mode, 1, MPI_INT, 0, in->comm);
-    if (mode == HB_REPORT_OFF)
-        return mode;
-    int failed = local_record(in, g) || (in->rank == 0 && root_buffers(in, g)), any = 1;
+    g->set[SET_MODE] = in->cfg->report;
+    g->set[SET_SITES] = in->cfg->report_sites;
+    g->set[SET_BUFFERS] = in->cfg->report_buffers;
+    PMPI_Bcast(g->set, SET_COUNT, MPI_INT, 0, in->comm);
+    if (g->set[SET_MODE] == HB_REPORT_OFF)
+        return HB_REPORT_OFF;
+    int failed = hb_report_gather_plan(in->size, g->rsize,
+                                       sizeof(struct hb_site_summary),
+                                       (size_t)g->set[SET_SITES],
+                                       HB_REPORT_BUDGET, &g->plan) ||
+                 local_message(in, g) || (in->rank == 0 && root_setup(g, in));
+    int any = 1;
     PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, in->comm);
     if (!any)
-        return mode;
+        return g->set[SET_MODE];
     if (in->rank == 0)
         fprintf(stderr, "hotbuf: out of memory for the report\n");
     return HB_REPORT_OFF;
 }
 
-/* Rank 0: room for every rank's sites; all ranks learn whether it has it. */
-static int site_room(const struct hb_report_input *in, struct gather *g)
+/* Rank 0: one received message into the report.  Only what arrived is
+ * read, whatever its header claims. */
+static void fold_message(struct gather *g, char *buf, int bytes)
 {
-    int ok = 1;
-    if (in->rank == 0) {
-        size_t total = 0;
-        for (int i = 0; i < in->size; i++) {
-            g->counts[i] = (int)(header_of(g, i)->nsites * sizeof(struct hb_site_summary));
-            g->displs[i] = (int)total;
-            total += (size_t)g->counts[i];
-        }
-        ok = (g->site_bytes = malloc(total ? total : 1)) != NULL;
-        if (!ok)
-            fprintf(stderr, "hotbuf: out of memory for the report\n");
+    struct hb_rank_summary *rs = (struct hb_rank_summary *)buf;
+    size_t got = bytes > 0 ? (size_t)bytes : 0;
+    if (got < g->rsize) { /* cannot happen: every rank sends a record */
+        memset(buf + got, 0, g->rsize - got);
+        got = g->rsize;
     }
-    PMPI_Bcast(&ok, 1, MPI_INT, 0, in->comm);
-    return ok;
+    size_t n = (got - g->rsize) / sizeof(struct hb_site_summary);
+    if (rs->nsites < n)
+        n = rs->nsites;
+    hb_report_merge_rank(&g->r, buf, (const void *)(buf + g->rsize), n);
+}
+
+/* Rank 0: ranks first .. first+k-1, in rank order. */
+static void receive_batch(const struct hb_report_input *in, struct gather *g,
+                          int first, int k)
+{
+    const int count = g->plan.msg_count;
+    for (int j = 0; j < k; j++)
+        PMPI_Irecv(g->batch + (size_t)j * (size_t)count, count, MPI_BYTE,
+                   first + j, REPORT_TAG, in->comm, &g->req[j]);
+    for (int j = 0; j < k; j++)
+        PMPI_Isend(NULL, 0, MPI_BYTE, first + j, REPORT_TAG, in->comm,
+                   &g->req[k + j]);
+    PMPI_Waitall(2 * k, g->req, g->st);
+    for (int j = 0; j < k; j++) {
+        int bytes = 0;
+        PMPI_Get_count(&g->st[j], MPI_BYTE, &bytes);
+        fold_message(g, g->batch + (size_t)j * (size_t)count, bytes);
+    }
+}
+
+static void root_collect(const struct hb_report_input *in, struct gather *g)
+{
+    fold_message(g, g->msg, (int)g->msg_len);
+    for (int first = 1; first < in->size; first += g->plan.batch) {
+        int k = in->size - first < g->plan.batch ? in->size - first
+                                                  : g->plan.batch;
+        receive_batch(in, g, first, k);
+    }
+    hb_report_merge_end(&g->r, (size_t)g->set[SET_SITES]);
+}
+
+/* Any other rank: wait for rank 0's token, then send. */
+static void send_to_root(const struct hb_report_input *in, struct gather *g)
+{
+    PMPI_Recv(NULL, 0, MPI_BYTE, 0, REPORT_TAG, in->comm, MPI_STATUS_IGNORE);
+    PMPI_Send(g->msg, (int)g->msg_len, MPI_BYTE, 0, REPORT_TAG, in->comm);
 }
 
 static void gather_free(struct gather *g)
 {
-    free(g->site_bytes);
-    free(g->displs);
-    free(g->counts);
-    free(g->all);
-    free(g->sites);
-    free(g->rec);
+    hb_report_free(&g->r);
+    free(g->st);
+    free(g->req);
+    free(g->batch);
+    free(g->msg);
 }
 
 void hb_report_at_finalize(const struct hb_report_input *in)
 {
     struct gather g = {.rsize = hb_report_record_size(&in->layout)};
-    int mode = agree_mode(in, &g);
-    if (mode == HB_REPORT_OFF) {
-        gather_free(&g);
-        return;
-    }
-    const struct hb_rank_summary *rs = (const struct hb_rank_summary *)g.rec;
-    PMPI_Gather(g.rec, (int)g.rsize, MPI_BYTE, g.all, (int)g.rsize, MPI_BYTE, 0, in->comm);
-    if (site_room(in, &g)) {
-        PMPI_Gatherv(g.sites, (int)(rs->nsites * sizeof(*g.sites)), MPI_BYTE, g.site_bytes,
-                     g.counts, g.displs, MPI_BYTE, 0, in->comm);
-        if (in->rank == 0)
-            merge_and_write(in, mode, &g);
+    int mode = agree(in, &g);
+    if (mode != HB_REPORT_OFF && in->rank == 0) {
+        root_collect(in, &g);
+        write_report(in, mode, &g.r);
+    } else if (mode != HB_REPORT_OFF) {
+        send_to_root(in, &g);
     }
     gather_free(&g);
 }

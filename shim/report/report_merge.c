@@ -1,6 +1,7 @@
 /* Step 3 of the report: merge every rank's records on rank 0.  A pure
  * function of its inputs, so tests/unit/test_report.c checks it with
  * synthetic ranks. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,45 +156,78 @@ static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *
         hb_top_buffers_insert(to->top, &to->ntop, max_buffers, &s->top[i]);
 }
 
-/* Rank i's header in the gathered records. */
-static const struct hb_rank_summary *header(const void *records, size_t size, int i)
+/* ---- sites: an index by (op, name), bounded by site_cap ---------------- */
+
+/* FNV-1a of (op, name): where a site sits in the index. */
+static uint64_t site_hash(const struct hb_site_summary *s)
 {
-    return (const struct hb_rank_summary *)((const char *)records + (size_t)i * size);
+    uint64_t h = 1469598103934665603ull ^ s->op;
+    for (const char *c = s->name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 1099511628211ull;
+    return h;
 }
 
-/* Same (op, name) on several ranks -> one site. */
-static int merge_sites(struct hb_report *r, const void *records, size_t size, int nranks,
-                       const struct hb_site_summary *const *sites, size_t max_sites,
-                       size_t max_buffers)
+/* The index slot holding s's key, or the empty one where it would go. */
+static size_t hash_slot(const struct hb_report *r,
+                        const struct hb_site_summary *s)
 {
-    size_t total = 0;
-    for (int i = 0; i < nranks; i++)
-        total += header(records, size, i)->nsites;
-    struct hb_site_summary *all = calloc(total ? total : 1, sizeof(*all));
-    if (!all)
+    size_t mask = r->hash_size - 1, i = site_hash(s) & mask;
+    while (r->site_hash[i] && cmp_site_key(&r->sites[r->site_hash[i] - 1], s))
+        i = (i + 1) & mask;
+    return i;
+}
+
+/* Doubles the site table, up to site_cap, and rebuilds the index (kept
+ * at most half full).  -1: at the cap or no memory; the table is intact
+ * either way, so merging goes on and later new sites are left out. */
+static int grow_sites(struct hb_report *r)
+{
+    if (r->site_room >= r->site_cap)
         return -1;
-    size_t n = 0;
-    for (int i = 0; i < nranks; i++)
-        for (uint64_t k = 0; k < header(records, size, i)->nsites; k++) {
-            all[n] = sites[i][k];
-            all[n].name[HB_NAME_LEN - 1] = 0; /* never trust a received string */
-            if (all[n].ntop > max_buffers)
-                all[n].ntop = (uint32_t)max_buffers;
-            n++;
-        }
-    qsort(all, n, sizeof(*all), cmp_site_key);
-    size_t m = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (m && !cmp_site_key(&all[m - 1], &all[i])) {
-            fold_site(&all[m - 1], &all[i], max_buffers);
-            continue;
-        }
-        all[m++] = all[i];
-    }
-    qsort(all, m, sizeof(*all), cmp_site_calls);
-    r->sites = all;
-    r->nsites = m < max_sites ? m : max_sites;
+    size_t room = r->site_room ? 2 * r->site_room : 16, hsize = 1;
+    if (room > r->site_cap)
+        room = r->site_cap;
+    while (hsize < 2 * room)
+        hsize *= 2;
+    struct hb_site_summary *s = realloc(r->sites, room * sizeof(*s));
+    if (!s)
+        return -1;
+    r->sites = s;
+    uint32_t *h = calloc(hsize, sizeof(*h));
+    if (!h)
+        return -1;
+    free(r->site_hash);
+    r->site_hash = h;
+    r->hash_size = hsize;
+    r->site_room = room;
+    for (size_t k = 0; k < r->nsites; k++)
+        r->site_hash[hash_slot(r, &r->sites[k])] = (uint32_t)k + 1;
     return 0;
+}
+
+/* Same (op, name) on several ranks -> one site.  A site first seen when
+ * the table is full is counted as left out, with its calls. */
+static void merge_site(struct hb_report *r, const struct hb_site_summary *in)
+{
+    struct hb_site_summary s = *in;
+    s.name[HB_NAME_LEN - 1] = 0; /* never trust a received string */
+    if (s.ntop > r->max_buffers)
+        s.ntop = (uint32_t)r->max_buffers;
+    size_t i = r->hash_size ? hash_slot(r, &s) : 0;
+    if (r->hash_size && r->site_hash[i]) {
+        fold_site(&r->sites[r->site_hash[i] - 1], &s, r->max_buffers);
+        return;
+    }
+    if (r->nsites == r->site_room) {
+        if (grow_sites(r)) {
+            r->sites_left_out++;
+            r->site_calls_left_out += s.calls;
+            return;
+        }
+        i = hash_slot(r, &s);
+    }
+    r->sites[r->nsites++] = s;
+    r->site_hash[i] = (uint32_t)r->nsites;
 }
 
 size_t hb_report_record_size(const struct hb_report_layout *l)
@@ -247,40 +281,144 @@ static void merge_classes(struct hb_report *r, const struct hb_rank_summary *rs,
     }
 }
 
-int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
-                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
-                    size_t max_buffers)
+/* Site indices are uint32_t and the index doubles the table: keep both
+ * far from overflowing whatever cap the caller asks for. */
+#define SITE_CAP_MAX ((size_t)1 << 28)
+
+int hb_report_merge_begin(struct hb_report *r, const struct hb_report_layout *l,
+                          size_t site_cap, size_t max_buffers)
 {
-    size_t size = hb_report_record_size(l);
     memset(r, 0, sizeof(*r));
-    r->nranks = nranks;
-    if (sections_alloc(r, l))
-        return -1;
-    if (max_buffers > HB_TOP_BUFFERS)
-        max_buffers = HB_TOP_BUFFERS;
-    uint32_t sized[HB_OP_COUNT] = {0};
-    for (int i = 0; i < nranks; i++) {
-        merge_classes(r, header(records, size, i), sized);
-        merge_table(r, header(records, size, i));
-        merge_sections(r, header(records, size, i));
-    }
+    r->site_cap = site_cap < SITE_CAP_MAX ? site_cap : SITE_CAP_MAX;
+    r->max_buffers = max_buffers < HB_TOP_BUFFERS ? max_buffers
+                                                  : HB_TOP_BUFFERS;
+    return sections_alloc(r, l);
+}
+
+void hb_report_merge_rank(struct hb_report *r, const void *record,
+                          const struct hb_site_summary *sites, size_t nsites)
+{
+    const struct hb_rank_summary *rs = record;
+    merge_classes(r, rs, r->sized);
+    merge_table(r, rs);
+    merge_sections(r, record);
+    for (size_t k = 0; k < nsites; k++)
+        merge_site(r, &sites[k]);
+    r->nranks++;
+}
+
+void hb_report_merge_end(struct hb_report *r, size_t max_sites)
+{
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         struct hb_class_report *cr = &r->cls[op];
         if (cr->ranks)
             cr->max_reuse_avg /= cr->ranks;
-        if (sized[op])
-            cr->freq_size_avg /= sized[op];
+        if (r->sized[op])
+            cr->freq_size_avg /= r->sized[op];
     }
-    return merge_sites(r, records, size, nranks, sites, max_sites, max_buffers);
+    free(r->site_hash);
+    r->site_hash = NULL;
+    r->hash_size = 0;
+    if (r->nsites)
+        qsort(r->sites, r->nsites, sizeof(*r->sites), cmp_site_calls);
+    if (r->nsites > max_sites)
+        r->nsites = max_sites;
+}
+
+/* Rank i's header in the gathered records. */
+static const struct hb_rank_summary *header(const void *records, size_t size, int i)
+{
+    return (const struct hb_rank_summary *)((const char *)records + (size_t)i * size);
+}
+
+int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
+                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
+                    size_t max_buffers)
+{
+    size_t size = hb_report_record_size(l), total = 0;
+    for (int i = 0; i < nranks; i++)
+        total += header(records, size, i)->nsites;
+    if (hb_report_merge_begin(r, l, total, max_buffers))
+        return -1;
+    for (int i = 0; i < nranks; i++)
+        hb_report_merge_rank(r, header(records, size, i), sites[i],
+                             header(records, size, i)->nsites);
+    hb_report_merge_end(r, max_sites);
+    return r->sites_left_out ? -1 : 0; /* room for all was asked: no memory */
 }
 
 void hb_report_free(struct hb_report *r)
 {
     free(r->sites);
+    free(r->site_hash);
     r->sites = NULL;
+    r->site_hash = NULL;
     r->nsites = 0;
     for (size_t k = 0; k < HB_REPORT_MAX_SECTIONS; k++) {
         free(r->acc[k]);
         r->acc[k] = NULL;
     }
+}
+
+
+/* ---- the gather's arithmetic --------------------------------------------- */
+
+/* Rank 0's budget, in quarters: one for the batch of messages it holds,
+ * two for the merged site table, one for its own record, sites and the
+ * rest (requests, statuses, section accumulators). */
+#define SLOT_OVERHEAD 256 /* per rank of a batch: request, status */
+
+static size_t round8(size_t n)
+{
+    return (n + 7) & ~(size_t)7;
+}
+
+/* Sites per rank: all asked for, unless one message would not fit a
+ * quarter of the budget or an int; then as many as do. */
+static size_t sites_that_fit(size_t rec, size_t site, size_t max_sites,
+                             size_t quarter)
+{
+    size_t room = quarter < INT_MAX ? quarter : INT_MAX;
+    room -= SLOT_OVERHEAD + 8;
+    if (rec > room)
+        return (size_t)-1;
+    size_t fit = (room - rec) / site;
+    return max_sites < fit ? max_sites : fit;
+}
+
+/* The index of the site table has a power of two >= 2 x cap slots, so at
+ * most 4 x cap: 16 bytes per site besides the record. */
+static size_t table_bytes(size_t cap, size_t site)
+{
+    size_t hsize = 1;
+    while (hsize < 2 * cap)
+        hsize *= 2;
+    return cap * site + hsize * sizeof(uint32_t);
+}
+
+int hb_report_gather_plan(int nranks, size_t record_size, size_t site_size,
+                          size_t max_sites, size_t budget,
+                          struct hb_gather_plan *p)
+{
+    memset(p, 0, sizeof(*p));
+    size_t quarter = budget / 4;
+    if (nranks < 1 || !site_size)
+        return -1;
+    size_t sites = sites_that_fit(record_size, site_size, max_sites, quarter);
+    if (sites == (size_t)-1)
+        return -1;
+    size_t msg = round8(record_size + sites * site_size);
+    size_t batch = quarter / (msg + SLOT_OVERHEAD);
+    size_t others = (size_t)nranks - 1;
+    if (batch > others)
+        batch = others ? others : 1;
+    p->max_sites = sites;
+    p->msg_count = (int)msg;
+    p->batch = (int)batch;
+    p->rounds = (int)((others + batch - 1) / batch);
+    p->max_displ = (long long)((batch - 1) * msg);
+    p->site_cap = 2 * quarter / (site_size + 4 * sizeof(uint32_t));
+    p->root_bytes = batch * (msg + SLOT_OVERHEAD) +
+                    table_bytes(p->site_cap, site_size) + msg + 4 * record_size;
+    return p->root_bytes <= budget ? 0 : -1;
 }

@@ -117,6 +117,18 @@ static void text_classes(FILE *out, const struct hb_report *r)
     }
 }
 
+/* Only when rank 0's site table filled up: the sites above are exact,
+ * these records are in no site (their calls are in the classes). */
+static void text_left_out(FILE *out, const struct hb_report *r)
+{
+    if (!r->sites_left_out)
+        return;
+    fprintf(out, "  %llu site record(s) of ranks, %llu calls, left out: rank 0 "
+            "merges at most %zu distinct sites\n",
+            (unsigned long long)r->sites_left_out,
+            (unsigned long long)r->site_calls_left_out, r->site_cap);
+}
+
 static void text_sites(FILE *out, const struct hb_report *r)
 {
     char b1[32];
@@ -142,6 +154,7 @@ static void text_sites(FILE *out, const struct hb_report *r)
         if (s->ntop)
             fprintf(out, "\n");
     }
+    text_left_out(out, r);
 }
 
 static void text_table(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
@@ -347,8 +360,15 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
         fprintf(out, "%s\n  \"%s\": ", op ? "," : "", hb_op_name(op));
         json_class(out, &r->cls[op]);
     }
-    fprintf(out, "},\n \"sites_total\": %llu, \"other_site_calls\": %llu,\n \"sites\": [",
+    fprintf(out, "},\n \"sites_total\": %llu, \"other_site_calls\": %llu,",
             (unsigned long long)r->sites_total, (unsigned long long)r->site_overflow_calls);
+    /* only then: small jobs' reports stay as they were */
+    if (r->sites_left_out)
+        fprintf(out, " \"sites_left_out\": %llu,"
+                     " \"site_calls_left_out\": %llu,",
+                (unsigned long long)r->sites_left_out,
+                (unsigned long long)r->site_calls_left_out);
+    fprintf(out, "\n \"sites\": [");
     for (size_t i = 0; i < r->nsites; i++) {
         fprintf(out, "%s\n  ", i ? "," : "");
         json_site(out, &r->sites[i]);

@@ -4,6 +4,7 @@
  * a small strict parser. */
 #define _GNU_SOURCE /* open_memstream */
 
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -915,6 +916,120 @@ static void test_top_buffers(void)
     CHECK_EQ_U64(n, 0);
 }
 
+/* ---- merging one rank at a time, with a bounded site table ------------ */
+
+/* Rank by rank with room for 2 sites: rank 0's first two sites fill the
+ * table; records of other sites are left out and counted; the two kept
+ * stay exact (every rank's records of them folded in). */
+static void test_merge_bounded(void)
+{
+    struct synthetic y;
+    struct hb_report r;
+    synthetic(&y);
+    CHECK(hb_report_merge_begin(&r, &layout, 2, 3) == 0);
+    for (int i = 0; i < 3; i++)
+        hb_report_merge_rank(&r, &y.rk[i], y.sites[i], y.rk[i].h.nsites);
+    hb_report_merge_end(&r, 10);
+    CHECK(r.nranks == 3);
+    CHECK_EQ_U64(r.cls[HB_OP_SEND].sum.calls, 380); /* classes: all ranks */
+    CHECK(close_to(r.cls[HB_OP_SEND].max_reuse_avg, 60));
+    CHECK_EQ_U64(r.nsites, 2);
+    CHECK_EQ_U64(r.sites_left_out, 3);      /* quote, loop x2 */
+    CHECK_EQ_U64(r.site_calls_left_out, 43);
+    if (r.nsites == 2) {
+        CHECK(!strcmp(r.sites[0].name, "main (a.c:10)"));
+        CHECK(r.sites[0].calls == 270 && r.sites[0].ranks == 3);
+        CHECK(r.sites[0].ntop == 3 && r.sites[0].top[0].uses == 120);
+        CHECK(r.sites[1].op == HB_OP_PUT && r.sites[1].calls == 3);
+    }
+    struct hb_report_context ctx = context();
+    char *text = render(hb_report_render_text, &r, &ctx);
+    char *json = render(hb_report_render_json, &r, &ctx);
+    CHECK(HAS(text, "  3 site record(s) of ranks, 43 calls, left out: "
+                    "rank 0 merges at most 2 distinct sites\n"));
+    CHECK(json_valid(json));
+    CHECK(HAS(json, "\"other_site_calls\": 11, \"sites_left_out\": 3, "
+                    "\"site_calls_left_out\": 43,\n \"sites\": ["));
+    free(text);
+    free(json);
+    hb_report_free(&r);
+
+    /* with room for all: nothing left out, nothing said about it */
+    CHECK(hb_report_merge(&r, &layout, y.rk, 3, y.sites, 10, 3) == 0);
+    CHECK(r.sites_left_out == 0 && r.nsites == 4);
+    text = render(hb_report_render_text, &r, &ctx);
+    json = render(hb_report_render_json, &r, &ctx);
+    CHECK(!strstr(text, "left out") && !strstr(json, "left_out"));
+    free(text);
+    free(json);
+    hb_report_free(&r);
+}
+
+/* 100000 ranks folded one by one from the same two buffers: exact sums,
+ * and rank 0 never holds more than one rank's record. */
+static void test_merge_many_ranks(void)
+{
+    struct synthetic y;
+    struct hb_report r;
+    const int n = 100000;
+    synthetic(&y);
+    CHECK(hb_report_merge_begin(&r, &layout, 100, 3) == 0);
+    for (int i = 0; i < n; i++)
+        hb_report_merge_rank(&r, &y.rk[1], y.s1, 2);
+    hb_report_merge_end(&r, 10);
+    CHECK(r.nranks == n);
+    CHECK_EQ_U64(r.cls[HB_OP_SEND].sum.calls, 200ull * n);
+    CHECK_EQ_U64(r.cls[HB_OP_SEND].ranks, n);
+    CHECK_EQ_U64(r.sites_total, 7ull * n);
+    CHECK(r.nsites == 2 && r.sites_left_out == 0);
+    if (r.nsites == 2) {
+        CHECK_EQ_U64(r.sites[0].calls, 150ull * n);
+        CHECK_EQ_U64(r.sites[0].ranks, n);
+        CHECK_EQ_U64(r.sites[1].calls, 40ull * n);
+    }
+    hb_report_free(&r);
+}
+
+/* ---- gather plan: the arithmetic of a 10^6-rank gather, without MPI --- */
+
+/* HOTBUF_REPORT_SITES at its maximum, at 2 .. 10^6 ranks: every MPI count
+ * and displacement fits an int, every rank still sends all its sites,
+ * and rank 0's memory stays under the budget. */
+static void check_plan(int nranks)
+{
+    const size_t rec = hb_report_record_size(&layout);
+    const size_t site = sizeof(struct hb_site_summary);
+    struct hb_gather_plan p;
+    CHECK(hb_report_gather_plan(nranks, rec, site, 1000, HB_REPORT_BUDGET,
+                                &p) == 0);
+    CHECK_EQ_U64(p.max_sites, 1000);
+    CHECK((long long)p.msg_count >= (long long)(1000 * site));
+    CHECK(p.msg_count > 0 && p.msg_count <= INT_MAX);
+    CHECK(p.max_displ >= 0 && p.max_displ <= INT_MAX);
+    CHECK(p.batch >= 1 && p.rounds >= 0 && p.rounds <= nranks);
+    CHECK((long long)p.batch * p.rounds >= nranks - 1);
+    CHECK((long long)p.batch * (p.rounds - 1) < nranks - 1 || nranks == 1);
+    CHECK(p.site_cap >= p.max_sites);
+    if (p.root_bytes > HB_REPORT_BUDGET)
+        fprintf(stderr, "%d ranks: rank 0 needs %zu bytes\n", nranks,
+                p.root_bytes);
+    CHECK(p.root_bytes <= HB_REPORT_BUDGET);
+    if (p.max_displ > INT_MAX || p.max_displ < 0)
+        fprintf(stderr, "%d ranks: displacement %lld\n", nranks, p.max_displ);
+}
+
+static void test_gather_plan(void)
+{
+    /* The arithmetic this replaces: one Gatherv, rank i's sites at int
+     * displacement i x 1000 x sizeof(site), overflowed from ~2270 ranks
+     * (and rank 0 held every rank's record and sites: 2.8 GB at 3000). */
+    CHECK((long long)2999 * 1000 * (long long)sizeof(struct hb_site_summary) >
+          INT_MAX);
+    static const int nranks[] = {1, 2, 3000, 100000, 1000000};
+    for (size_t i = 0; i < sizeof(nranks) / sizeof(nranks[0]); i++)
+        check_plan(nranks[i]);
+}
+
 int main(void)
 {
     test_json_validator();
@@ -924,5 +1039,8 @@ int main(void)
     test_merge();
     test_reuse_pct();
     test_top_buffers();
+    test_merge_bounded();
+    test_merge_many_ranks();
+    test_gather_plan();
     return CHECK_DONE();
 }
