@@ -22,7 +22,10 @@ mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 pass() { echo "PASS $1"; }
 skip() { echo "SKIP $1: $2"; }
-fail() { echo "FAIL $1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -20; }
+fail() {
+    echo "FAIL $1: $2"
+    [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -20
+}
 
 # Open MPI's RDMA paths to rxe0.  openib refuses InfiniBand-class devices
 # unless allowed, and RoCE needs the rdmacm connection manager.
@@ -30,7 +33,8 @@ OPENIB="--mca btl_openib_allow_ib 1 --mca btl_openib_if_include rxe0"
 OPENIB+=" --mca btl_openib_cpc_include rdmacm"
 declare -A OMPI=(
     [osc_rdma_ucx]="--mca pml ucx --mca osc rdma --mca btl self,openib $OPENIB"
-    [osc_rdma_ob1]="--mca pml ob1 --mca osc rdma --mca btl self,vader,openib $OPENIB"
+    [osc_rdma_ob1]="--mca pml ob1 --mca osc rdma --mca btl self,vader,openib
+                    $OPENIB"
     [osc_ucx]="--mca pml ucx --mca osc ucx"
 )
 
