@@ -1,6 +1,15 @@
 /* Memory-change monitor (design, contract and alternatives in memmon.h).
  *
  * Layout
+ *   - Whole mappings.  UFFDIO_REGISTER of part of a VMA splits it (the
+ *     flag VM_UFFD_WP is per VMA), and a lazily cached registration keeps
+ *     it split: the application's mremap() of its whole mapping then
+ *     fails with EFAULT (the old range must lie in one VMA).  So watch
+ *     registers every VMA the range touches, whole (found in
+ *     /proc/self/maps), and unwatch unregisters the VMAs of the last
+ *     watched pages in them, whole.  The kernel then reports changes
+ *     anywhere in those VMAs; the monitor thread drops the ones that miss
+ *     every watched range (a seqlock'ed copy of the table, `snap`).
  *   - One userfaultfd (O_NONBLOCK, close-on-exec, user-mode-only) asking
  *     for the UNMAP, REMOVE and REMAP events.  Watched pages are
  *     registered in write-protect mode and never write-protected, so the
@@ -71,6 +80,8 @@
 #define DEAD_SLOTS 1024
 #define THREAD_STACK (256 * 1024)
 #define TABLE_INITIAL 64
+#define SNAP_MAX 4096       /* watched ranges the event filter can hold */
+#define MAPS_BUF 8192       /* > one /proc/self/maps line (PATH_MAX) */
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2, "hooks need lock-free atomics");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "hooks need lock-free atomics");
@@ -121,8 +132,21 @@ static struct {
 
 static struct {
     atomic_ullong unmap, remove, remap, fault, shmdt, shmat, callbacks,
-        muted, watch, watch_fail, unwatch, unreg, dead_skip, probe_stuck;
+        muted, watch, watch_fail, unwatch, unreg, dead_skip, probe_stuck,
+        filtered;
 } C;
+
+/* The watched ranges as the monitor thread sees them, written under
+ * M.lock (never during a system call, so the reader's retry loop is
+ * short) and read without it: the thread must never wait for a thread
+ * that may itself be waiting for an event to be read.  n == SNAP_ALL:
+ * too many ranges, let every event through. */
+#define SNAP_ALL ((size_t)-1)
+static struct {
+    atomic_ulong gen; /* odd while being written */
+    atomic_size_t n;
+    _Atomic uintptr_t lo[SNAP_MAX], hi[SNAP_MAX];
+} S;
 
 static void counters_reset(void)
 {
@@ -130,7 +154,7 @@ static void counters_reset(void)
                             &C.fault,    &C.shmdt,      &C.shmat,
                             &C.callbacks, &C.muted,     &C.watch,
                             &C.watch_fail, &C.unwatch,  &C.unreg,
-                            &C.dead_skip, &C.probe_stuck};
+                            &C.dead_skip, &C.probe_stuck, &C.filtered};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         atomic_store_explicit(all[i], 0, memory_order_relaxed);
 }
@@ -189,18 +213,69 @@ static void dead_push(uintptr_t start, uintptr_t end)
     atomic_store_explicit(&M.dead_head, h + 1, memory_order_release);
 }
 
+/* Does [lo, hi) overlap a watched range?  Lock-free (seqlock reader). */
+static int snap_hit(uintptr_t lo, uintptr_t hi)
+{
+    unsigned spins = 0;
+
+    for (;;) {
+        unsigned long g = atomic_load_explicit(&S.gen, memory_order_acquire);
+        size_t n = atomic_load_explicit(&S.n, memory_order_relaxed);
+        size_t a = 0, b = n;
+        int hit;
+
+        if (g & 1) {
+            cpu_relax(&spins);
+            continue;
+        }
+        if (n == SNAP_ALL)
+            return 1;
+        if (n > SNAP_MAX)
+            n = b = SNAP_MAX; /* torn read: retried below */
+        while (a < b) { /* first range ending after lo */
+            size_t mid = a + (b - a) / 2;
+
+            if (atomic_load_explicit(&S.hi[mid], memory_order_relaxed) > lo)
+                b = mid;
+            else
+                a = mid + 1;
+        }
+        hit = a < n &&
+              atomic_load_explicit(&S.lo[a], memory_order_relaxed) < hi;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&S.gen, memory_order_relaxed) == g)
+            return hit;
+    }
+}
+
+/* Events outside every watched range (elsewhere in a VMA registered
+ * whole) are counted and dropped: no callback, no dead marking. */
+static int wanted(uintptr_t lo, uintptr_t hi)
+{
+    if (snap_hit(lo, hi))
+        return 1;
+    inc(&C.filtered);
+    return 0;
+}
+
 static void handle_msg(const struct uffd_msg *m)
 {
     switch (m->event) {
     case UFFD_EVENT_UNMAP:
+        if (!wanted(m->arg.remove.start, m->arg.remove.end))
+            break;
         dead_push(m->arg.remove.start, m->arg.remove.end);
         deliver(&C.unmap, m->arg.remove.start, m->arg.remove.end);
         break;
     case UFFD_EVENT_REMOVE:
+        if (!wanted(m->arg.remove.start, m->arg.remove.end))
+            break;
         deliver(&C.remove, m->arg.remove.start, m->arg.remove.end);
         break;
     case UFFD_EVENT_REMAP:
         /* The registration moved with the pages to arg.remap.to. */
+        if (!wanted(m->arg.remap.from, m->arg.remap.from + m->arg.remap.len))
+            break;
         dead_push(m->arg.remap.from, m->arg.remap.from + m->arg.remap.len);
         deliver(&C.remap, m->arg.remap.from,
                 m->arg.remap.from + m->arg.remap.len);
@@ -547,6 +622,190 @@ static void dead_drain_locked(void)
     seg_compact();
 }
 
+/* Copies the ranges with watches (dead or not: conservative) to the
+ * monitor thread's filter.  Pure stores: see S. */
+static void snap_publish(void)
+{
+    size_t n = 0;
+
+    atomic_store_explicit(&S.gen, atomic_load(&S.gen) + 1,
+                          memory_order_relaxed);
+    atomic_thread_fence(memory_order_release);
+    for (size_t i = 0; i < M.nsegs && n != SNAP_ALL; i++) {
+        uintptr_t lo = M.segs[i].start, hi = M.segs[i].end;
+
+        if (M.segs[i].count == 0)
+            continue;
+        if (n > 0 && atomic_load_explicit(&S.hi[n - 1],
+                                          memory_order_relaxed) == lo) {
+            atomic_store_explicit(&S.hi[n - 1], hi, memory_order_relaxed);
+        } else if (n == SNAP_MAX) {
+            n = SNAP_ALL;
+        } else {
+            atomic_store_explicit(&S.lo[n], lo, memory_order_relaxed);
+            atomic_store_explicit(&S.hi[n++], hi, memory_order_relaxed);
+        }
+    }
+    atomic_store_explicit(&S.n, n, memory_order_relaxed);
+    atomic_store_explicit(&S.gen, atomic_load(&S.gen) + 1,
+                          memory_order_release);
+}
+
+/* ---- whole VMAs (/proc/self/maps; watch/unwatch only) ------------------ */
+
+struct span {
+    uintptr_t s, e;   /* the range asked about */
+    uintptr_t vs, ve; /* the VMAs it touches, so far */
+    int state;        /* 0 none yet, 1 collecting, 2 done, -1 hole */
+};
+
+/* Feeds one maps line ("lo-hi perms ...") to the span. */
+static void span_line(struct span *sp, const char *l)
+{
+    char *end;
+    uintptr_t lo = strtoull(l, &end, 16), hi;
+
+    if (*end != '-')
+        return;
+    hi = strtoull(end + 1, &end, 16);
+    if (hi <= sp->s || sp->state >= 2 || sp->state < 0)
+        return;
+    if (lo >= sp->e) {
+        sp->state = sp->state == 1 ? 2 : -1;
+    } else if (sp->state == 0) {
+        sp->state = lo <= sp->s ? 1 : -1;
+        sp->vs = lo;
+        sp->ve = hi;
+    } else {
+        sp->state = lo == sp->ve ? 1 : -1;
+        sp->ve = hi;
+    }
+}
+
+/* Feeds the complete lines in buf[0, *have) and keeps the incomplete
+ * tail (a line longer than the buffer is dropped). */
+static void span_lines(struct span *sp, char *buf, size_t *have)
+{
+    char *line = buf, *nl;
+
+    buf[*have] = 0;
+    while ((nl = memchr(line, '\n', (size_t)(buf + *have - line))) != NULL) {
+        *nl = 0;
+        span_line(sp, line);
+        line = nl + 1;
+    }
+    *have = (size_t)(buf + *have - line);
+    if (*have == MAPS_BUF - 1)
+        *have = 0;
+    memmove(buf, line, *have);
+}
+
+/* The union [*vs, *ve) of the VMAs that [s, e) touches, when they leave
+ * no hole in it.  0, or -1 (hole, /proc not readable): use [s, e). */
+static int vma_span(uintptr_t s, uintptr_t e, uintptr_t *vs, uintptr_t *ve)
+{
+    char buf[MAPS_BUF];
+    size_t have = 0;
+    struct span sp = {s, e, 0, 0, 0};
+    int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
+
+    while (fd >= 0 && (sp.state == 0 || sp.state == 1)) {
+        ssize_t r = read(fd, buf + have, MAPS_BUF - 1 - have);
+
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            break;
+        have += (size_t)r;
+        span_lines(&sp, buf, &have);
+    }
+    if (fd >= 0)
+        close(fd);
+    if (sp.state == 1 && sp.ve >= e)
+        sp.state = 2; /* the last VMA of the file */
+    if (sp.state != 2 || sp.ve < e)
+        return -1;
+    *vs = sp.vs;
+    *ve = sp.ve;
+    return 0;
+}
+
+static int uffd_register(uintptr_t s, uintptr_t e)
+{
+    struct uffdio_register reg;
+
+    memset(&reg, 0, sizeof reg);
+    reg.range.start = s;
+    reg.range.len = e - s;
+    reg.mode = UFFDIO_REGISTER_MODE_WP;
+    return ioctl(M.fd, UFFDIO_REGISTER, &reg) != 0 ? -errno : 0;
+}
+
+/* Registers the VMAs [s, e) lies in, whole, so that none is split (see
+ * the layout note).  If they changed under us, [s, e) alone: correct,
+ * only the split comes back. */
+static int register_span(uintptr_t s, uintptr_t e)
+{
+    uintptr_t vs, ve;
+
+    if (vma_span(s, e, &vs, &ve) == 0 && uffd_register(vs, ve) == 0)
+        return 0;
+    return uffd_register(s, e);
+}
+
+/* Does [s, e) hold a page that is watched and still registered? */
+static int live_in(uintptr_t s, uintptr_t e)
+{
+    for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
+        if (M.segs[i].count > 0 && !M.segs[i].dead)
+            return 1;
+    return 0;
+}
+
+/* The last watch of the registered pages [s, e) went.  Unregister the
+ * VMAs they lie in, whole -- they are ours entirely, a VMA has one
+ * userfaultfd -- unless another watched page shares one: then all stay
+ * registered, and that page's last unwatch unregisters them. */
+static void unregister_span(uintptr_t s, uintptr_t e)
+{
+    uintptr_t vs = s, ve = e;
+    struct uffdio_range rg;
+
+    if (vma_span(s, e, &vs, &ve) == 0 && live_in(vs, ve))
+        return;
+    if (vs > s || ve < e) { /* cannot happen; never unregister less */
+        vs = s;
+        ve = e;
+    }
+    rg.start = vs;
+    rg.len = ve - vs;
+    (void)ioctl(M.fd, UFFDIO_UNREGISTER, &rg); /* gone: ignore */
+    inc(&C.unreg);
+}
+
+/* Unregisters each run of pages in [s, e) whose count reached 0 and
+ * whose registration is still there; dead ones are only counted. */
+static void release_unwatched(uintptr_t s, uintptr_t e)
+{
+    size_t i = seg_find(s);
+
+    while (i < M.nsegs && M.segs[i].start < e) {
+        struct seg *g = &M.segs[i++];
+        uintptr_t rs = g->start, re = g->end;
+
+        if (g->count != 0)
+            continue;
+        if (g->dead) {
+            inc(&C.dead_skip);
+            continue;
+        }
+        while (i < M.nsegs && M.segs[i].start == re && M.segs[i].count == 0 &&
+               !M.segs[i].dead && M.segs[i].start < e)
+            re = M.segs[i++].end;
+        unregister_span(rs, re);
+    }
+}
+
 static int page_range(const void *addr, size_t len, uintptr_t *s, uintptr_t *e)
 {
     uintptr_t a = (uintptr_t)addr;
@@ -571,7 +830,6 @@ static int check_running(void)
 
 int hb_memmon_watch(const void *addr, size_t len)
 {
-    struct uffdio_register reg;
     uintptr_t s, e, x;
     size_t i, k;
     int r;
@@ -589,14 +847,8 @@ int hb_memmon_watch(const void *addr, size_t len)
     for (k = 0, i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
         k++;
     r = seg_reserve(M.nsegs + k + 3); /* 2 splits + at most k+1 gaps */
-    if (r == 0) {
-        memset(&reg, 0, sizeof reg);
-        reg.range.start = s;
-        reg.range.len = e - s;
-        reg.mode = UFFDIO_REGISTER_MODE_WP;
-        if (ioctl(M.fd, UFFDIO_REGISTER, &reg) != 0)
-            r = -errno;
-    }
+    if (r == 0)
+        r = register_span(s, e);
     if (r == 0) {
         seg_split(s);
         seg_split(e);
@@ -612,6 +864,7 @@ int hb_memmon_watch(const void *addr, size_t len)
             }
         }
         seg_compact();
+        snap_publish();
     }
     pthread_mutex_unlock(&M.lock);
     if (r)
@@ -631,20 +884,11 @@ void hb_memmon_unwatch(const void *addr, size_t len)
     if (seg_reserve(M.nsegs + 2) == 0) { /* else: leave it watched */
         seg_split(s);
         seg_split(e);
-        for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++) {
-            struct seg *g = &M.segs[i];
-
-            if (g->count == 0 || --g->count != 0)
-                continue;
-            if (g->dead) {
-                inc(&C.dead_skip);
-            } else {
-                struct uffdio_range rg = {g->start, g->end - g->start};
-
-                (void)ioctl(M.fd, UFFDIO_UNREGISTER, &rg); /* gone: ignore */
-                inc(&C.unreg);
-            }
-        }
+        for (size_t i = seg_find(s); i < M.nsegs && M.segs[i].start < e; i++)
+            if (M.segs[i].count > 0)
+                M.segs[i].count--;
+        snap_publish(); /* filter first: these pages are not watched now */
+        release_unwatched(s, e);
         seg_compact();
     }
     pthread_mutex_unlock(&M.lock);
@@ -755,16 +999,14 @@ static void teardown(int joined_thread_running)
             cpu_relax(&spins);
     }
     pthread_mutex_lock(&M.lock);
-    for (size_t i = 0; ours && i < M.nsegs; i++) {
-        if (!M.segs[i].dead) {
-            struct uffdio_range rg = {M.segs[i].start,
-                                      M.segs[i].end - M.segs[i].start};
-            (void)ioctl(M.fd, UFFDIO_UNREGISTER, &rg);
-        }
-    }
+    for (size_t i = 0; ours && i < M.nsegs; i++)
+        M.segs[i].count = 0;
+    if (ours && M.nsegs)
+        release_unwatched(M.segs[0].start, M.segs[M.nsegs - 1].end);
     free(M.segs);
     M.segs = NULL;
     M.nsegs = M.cap = 0;
+    snap_publish();
     pthread_mutex_unlock(&M.lock);
     if (joined_thread_running) {
         uint64_t one = 1;
@@ -874,6 +1116,8 @@ static void atfork_child(void)
     free(M.segs);
     M.segs = NULL;
     M.nsegs = M.cap = 0;
+    atomic_store(&S.n, 0);
+    atomic_store(&S.gen, 0);
     atomic_store(&M.inflight, 0);
     atomic_store(&M.seq, 0);
     atomic_store(&M.deliver, 0);
@@ -1104,6 +1348,7 @@ void hb_memmon_stats(struct hb_memmon_stats *out)
     out->unregisters = atomic_load(&C.unreg);
     out->dead_skips = atomic_load(&C.dead_skip);
     out->strict_probe_stuck = atomic_load(&C.probe_stuck);
+    out->filtered_events = atomic_load(&C.filtered);
     pthread_mutex_lock(&M.lock);
     for (size_t i = 0; i < M.nsegs; i++)
         if (!M.segs[i].dead)

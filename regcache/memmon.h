@@ -15,6 +15,13 @@
  * trimming), ld.so, other allocators, raw syscalls.  The kernel makes the
  * changing thread wait until the monitor has read() the event.
  *
+ * Whole VMAs.  The registration covers every VMA (mapping) the watched
+ * range touches, whole, so it never splits one: a split would change the
+ * application's system calls (mremap of a whole mapping fails with EFAULT
+ * when its old range spans two VMAs).  Events elsewhere in those VMAs are
+ * dropped by the monitor thread (stats.filtered_events).  The VMAs are
+ * unregistered, whole, when their last watched page is unwatched.
+ *
  * Ordering.  read() itself wakes the waiting thread, before our callback
  * runs; so the monitor keeps `seq` odd from before read() until after the
  * callbacks.  A thread that gets the same addresses back from the kernel
@@ -49,6 +56,13 @@
  *  - watch fails (do not cache) for file-backed mappings and SysV shm
  *    before Linux 6.7 (from 6.7 UFFD_FEATURE_WP_ASYNC allows them), for
  *    hugetlb, and for ranges another userfaultfd owns (EBUSY).
+ *  - While registered, a VMA does not merge with neighbours (VM_UFFD_WP
+ *    and the context are per VMA): a mapping the application places
+ *    right next to a watched one stays a separate VMA, so an mremap of
+ *    both as one range fails with EFAULT where, without hotbuf, the
+ *    kernel might have merged them.  Parts the application splits off a
+ *    watched VMA (mprotect) or moves (mremap) stay registered after the
+ *    unwatch (events there are filtered; merging with them is blocked).
  *  - Not seen: raw shmdt/shmat syscalls, file-level changes (hole punch,
  *    truncate of a mapped file), remap_file_pages.
  *  - Each munmap/madvise/mremap of a watched range costs its caller a
@@ -161,6 +175,8 @@ struct hb_memmon_stats {
     uint64_t dead_skips;      /* unregisters skipped: pages already gone */
     uint64_t strict_probe_stuck; /* hb_memmon_sync fell back to poll() */
     uint64_t watched_bytes;   /* pages watched now (by the table) */
+    uint64_t filtered_events; /* events outside every watched range (in a
+                                 VMA registered whole), dropped */
 };
 
 void hb_memmon_stats(struct hb_memmon_stats *out);

@@ -5,12 +5,29 @@
 
 #include <errno.h>
 #include <infiniband/verbs.h>
+#include <sys/mman.h>
 
 #include "util/memlock.h"
 
 int hb_regcache_verbs_access(void)
 {
     return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+}
+
+/* Once fork protection is on in the process (ibv_fork_init: UCX calls it
+ * by default, so under MPICH and Open MPI's pml ucx it is; or
+ * RDMAV_FORK_SAFE), rdma-core 44's ibv_reg_mr applies MADV_DONTFORK to the
+ * registered pages.  VM_DONTCOPY is per VMA, so that splits the
+ * application's mapping around every cached registration: its mremap of
+ * the whole mapping fails with EFAULT, and a forked child lacks those
+ * pages.  When the kernel copies pinned pages at fork (Linux >= 5.13,
+ * IBV_FORK_UNNEEDED) the advice protects nothing: take it back.  (A
+ * no-op, no split, where it was not applied.)  Older kernels need it;
+ * there the split stays (memmon.h, limits). */
+static void undo_dontfork(void *addr, size_t len)
+{
+    if (ibv_is_fork_initialized() == IBV_FORK_UNNEEDED)
+        (void)madvise(addr, len, MADV_DOFORK); /* EINVAL on VM_IO: fine */
 }
 
 /* ibv_reg_mr reports "memlock exhausted" as ENOMEM (sometimes EAGAIN or
@@ -23,6 +40,7 @@ static int verbs_reg(void *ctx, void *addr, size_t len, void **handle)
         int err = errno ? errno : ENOMEM;
         return -(err == EPERM ? ENOMEM : err);
     }
+    undo_dontfork(addr, len);
     *handle = mr;
     return 0;
 }

@@ -24,11 +24,37 @@ static char *map_pages(size_t page)
     return p;
 }
 
+/* On failure: the VMAs the mapping spans and their flags, to stderr (why
+ * the kernel saw more than one mapping: VmFlags uw = userfaultfd
+ * write-protect registration, dc = MADV_DONTFORK). */
+static void dump_vmas(const char *p, size_t len)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    unsigned long lo, hi, a = (unsigned long)p;
+    char line[512];
+    int in = 0;
+
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 &&
+            line[strspn(line, "0123456789abcdef")] == '-') {
+            in = hi > a && lo < a + len;
+            if (in)
+                fprintf(stderr, "vma %lx-%lx\n", lo, hi);
+        } else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            fprintf(stderr, "    %s", line);
+        }
+    }
+    if (f)
+        fclose(f);
+}
+
 /* Moves the whole mapping to a larger one; reports errno like the app would. */
 static void remap(const char *what, char *p, size_t page, int rank)
 {
     void *q = mremap(p, MAP_PAGES * page, 2 * MAP_PAGES * page, MREMAP_MAYMOVE);
     int err = q == MAP_FAILED ? errno : 0;
+    if (err)
+        dump_vmas(p, MAP_PAGES * page);
     unsigned long h = q == MAP_FAILED ? 0 : digest(q, MAP_PAGES * page);
     int all_err[2] = {0, 0};
     MPI_Gather(&err, 1, MPI_INT, all_err, 1, MPI_INT, 0, MPI_COMM_WORLD);

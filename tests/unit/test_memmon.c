@@ -719,6 +719,235 @@ static void table_fuzz(void)
     munmap(p, NP * PG);
 }
 
+/* ---- whole VMAs: the application's view of its mappings ---------------
+ * Registering part of a VMA would split it, and mremap of a whole mapping
+ * then fails with EFAULT (issue 11, defect 3).  These check the VMA layout
+ * (/proc/self/maps) and the system calls against an unwatched twin. */
+
+/* VMAs intersecting [p, p+len). */
+static int vmas_in(const void *p, size_t len)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    unsigned long lo, hi, a = (uintptr_t)p, b = a + len;
+    char line[512];
+    int n = 0;
+
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2 && lo < b && hi > a)
+            n++;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+/* 1 if the VMA holding p is registered with a userfaultfd in
+ * write-protect mode (smaps VmFlags "uw"), 0 if not, -1 unknown. */
+static int uffd_wp_flag(const void *p)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    unsigned long lo, hi, a = (uintptr_t)p;
+    char line[512];
+    int in = 0, r = -1;
+
+    while (f && fgets(line, sizeof line, f)) {
+        if (sscanf(line, "%lx-%lx ", &lo, &hi) == 2 && strchr(line, '-') &&
+            line[strspn(line, "0123456789abcdef")] == '-')
+            in = lo <= a && a < hi;
+        else if (in && strncmp(line, "VmFlags:", 8) == 0) {
+            r = strstr(line, " uw") != NULL;
+            break;
+        }
+    }
+    if (f)
+        fclose(f);
+    return r;
+}
+
+/* mremap(MAYMOVE) of a whole 16-page mapping to 32 pages: 0 or errno;
+ * unmaps the result either way. */
+static int remap_whole(char *p)
+{
+    char *q = mremap(p, 16 * PG, 32 * PG, MREMAP_MAYMOVE);
+    int err = q == MAP_FAILED ? errno : 0;
+
+    if (!err)
+        CHECK(q[5 * PG] == 0x5a && q[15 * PG] == 0x5a);
+    munmap(q == MAP_FAILED ? p : q, (err ? 16 : 32) * PG);
+    return err;
+}
+
+static void vma_whole_test(void)
+{
+    char *twin = map_anon(16 * PG), *p = map_anon(16 * PG);
+    int e_twin, e, n;
+
+    /* part of a mapping watched: one VMA, and mremap of it all works */
+    CHECK(watch_or_die(p + 4 * PG + 8, 2 * PG - 16) == 0);
+    n = vmas_in(p, 16 * PG);
+    printf("16-page mapping, pages 4-5 watched: %d VMA(s) (want 1), "
+           "uffd-wp flag %d\n", n, uffd_wp_flag(p));
+    CHECK_EQ_U64(n, 1);
+    CHECK(uffd_wp_flag(p + 15 * PG) != 0);
+    e_twin = remap_whole(twin);
+    mark();
+    e = remap_whole(p);
+    hb_memmon_sync_local();
+    printf("mremap(MAYMOVE) of the whole mapping: %s (unwatched twin: %s), "
+           "%u callback(s) over the watched pages\n", e ? strerror(e) : "ok",
+           e_twin ? strerror(e_twin) : "ok",
+           overlapping((uintptr_t)p + 4 * PG, (uintptr_t)p + 6 * PG));
+    CHECK_EQ_U64(e, e_twin);
+    CHECK(overlapping((uintptr_t)p + 4 * PG, (uintptr_t)p + 6 * PG) > 0);
+    hb_memmon_unwatch(p + 4 * PG + 8, 2 * PG - 16);
+}
+
+/* Two watches in one VMA; events elsewhere in it are filtered; the VMA
+ * is unregistered (whole) with the last of them. */
+static void vma_two_watches_test(void)
+{
+    char *p = map_anon(16 * PG);
+    unsigned c2, c10, c14;
+
+    CHECK(watch_or_die(p + 2 * PG, 2 * PG) == 0);
+    CHECK(watch_or_die(p + 10 * PG, 2 * PG) == 0);
+    CHECK_EQ_U64(vmas_in(p, 16 * PG), 1);
+    hb_memmon_unwatch(p + 2 * PG, 2 * PG);
+    CHECK_EQ_U64(vmas_in(p, 16 * PG), 1);
+    CHECK(uffd_wp_flag(p) != 0); /* still needed for pages 10-11 */
+    mark();
+    madvise(p + 2 * PG, PG, MADV_DONTNEED);
+    hb_memmon_sync_local();
+    c2 = since();
+    mark();
+    madvise(p + 14 * PG, PG, MADV_DONTNEED);
+    hb_memmon_sync_local();
+    c14 = since();
+    mark();
+    madvise(p + 10 * PG, PG, MADV_DONTNEED);
+    hb_memmon_sync_local();
+    c10 = since();
+    printf("two watches in one VMA, first unwatched: madvise callbacks on "
+           "its page %u, unwatched page %u, still watched page %u "
+           "(want 0 0 1)\n", c2, c14, c10);
+    CHECK_EQ_U64(c2, 0);
+    CHECK_EQ_U64(c14, 0);
+    CHECK_EQ_U64(c10, 1);
+    hb_memmon_unwatch(p + 10 * PG, 2 * PG);
+    printf("last unwatched: uffd-wp flag %d (want 0), %d VMA(s)\n",
+           uffd_wp_flag(p), vmas_in(p, 16 * PG));
+    CHECK(uffd_wp_flag(p) == 0);
+    CHECK_EQ_U64(vmas_in(p, 16 * PG), 1);
+    memset(p, 0x5a, 16 * PG);
+    CHECK_EQ_U64(remap_whole(p), 0);
+}
+
+/* The application splits and re-merges a watched VMA (mprotect), unmaps
+ * a part of it, and mremaps it: as without hotbuf. */
+static void vma_app_changes_test(void)
+{
+    char *twin = map_anon(16 * PG), *p = map_anon(16 * PG);
+    int nt, np, e;
+    char *q;
+
+    CHECK(watch_or_die(p + 4 * PG, 2 * PG) == 0);
+    mprotect(twin + 8 * PG, 4 * PG, PROT_READ);
+    mprotect(p + 8 * PG, 4 * PG, PROT_READ);
+    nt = vmas_in(twin, 16 * PG);
+    np = vmas_in(p, 16 * PG);
+    CHECK_EQ_U64(np, nt);
+    mprotect(twin + 8 * PG, 4 * PG, PROT_READ | PROT_WRITE);
+    mprotect(p + 8 * PG, 4 * PG, PROT_READ | PROT_WRITE);
+    printf("mprotect of a part splits into %d VMA(s) (twin %d), back: %d "
+           "(twin %d)\n", np, nt, vmas_in(p, 16 * PG), vmas_in(twin, 16 * PG));
+    CHECK_EQ_U64(vmas_in(p, 16 * PG), vmas_in(twin, 16 * PG));
+    CHECK_EQ_U64(remap_whole(twin), 0);
+    mark();
+    munmap(p + 12 * PG, 4 * PG); /* not watched: filtered, pages 4-5 live */
+    hb_memmon_sync_local();
+    CHECK_EQ_U64(since(), 0);
+    q = mremap(p, 12 * PG, 24 * PG, MREMAP_MAYMOVE);
+    e = q == MAP_FAILED ? errno : 0;
+    hb_memmon_sync_local();
+    printf("munmap of an unwatched part: 0 callbacks; mremap of the rest: "
+           "%s, %u callback(s)\n", e ? strerror(e) : "ok", since());
+    CHECK_EQ_U64(e, 0);
+    hb_memmon_unwatch(p + 4 * PG, 2 * PG);
+    if (q == MAP_FAILED)
+        munmap(p, 12 * PG);
+    else
+        munmap(q, 24 * PG);
+}
+
+/* After the last unwatch the mapping merges with a neighbour again. */
+static void vma_merge_after_test(void)
+{
+    char *p = mmap(NULL, 16 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
+                   -1, 0);
+    char *a, *b;
+
+    if (p == MAP_FAILED)
+        return;
+    munmap(p, 16 * PG);
+    a = mmap(p, 8 * PG, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    CHECK(a == p);
+    memset(a, 0x5a, 8 * PG);
+    CHECK(watch_or_die(a + PG, PG) == 0);
+    hb_memmon_unwatch(a + PG, PG);
+    b = mmap(p + 8 * PG, 8 * PG, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    CHECK(b == p + 8 * PG);
+    memset(b, 0x5a, 8 * PG);
+    printf("after the unwatch, a neighbour mapping merges: %d VMA(s) "
+           "(want 1)\n", vmas_in(p, 16 * PG));
+    CHECK_EQ_U64(vmas_in(p, 16 * PG), 1);
+    CHECK_EQ_U64(remap_whole(p), 0);
+}
+
+/* The heap (brk) and the stack: watching a part splits neither. */
+static void vma_heap_stack_test(void)
+{
+    char stackbuf[3 * 4096];
+    char *old = sbrk(0), *h;
+    int n0, n1;
+
+    memset(stackbuf, 1, sizeof stackbuf);
+    n0 = vmas_in(stackbuf, sizeof stackbuf);
+    CHECK(watch_or_die(stackbuf + 4096, 4096) == 0);
+    n1 = vmas_in((char *)stackbuf - 64 * PG, 128 * PG);
+    hb_memmon_unwatch(stackbuf + 4096, 4096);
+    printf("stack: watch of a page leaves %d VMA(s) around it (unwatched: "
+           "%d)\n", n1, vmas_in((char *)stackbuf - 64 * PG, 128 * PG));
+    CHECK_EQ_U64(n1, vmas_in((char *)stackbuf - 64 * PG, 128 * PG));
+    (void)n0;
+    if ((uintptr_t)old & (PG - 1))
+        sbrk((intptr_t)(PG - ((uintptr_t)old & (PG - 1))));
+    h = sbrk((intptr_t)(16 * PG));
+    if (h == (void *)-1) {
+        printf("  NOT APPLICABLE: sbrk: %s\n", strerror(errno));
+        return;
+    }
+    memset(h, 0x5a, 16 * PG);
+    n0 = vmas_in(h, 16 * PG);
+    CHECK(watch_or_die(h + 4 * PG, 2 * PG) == 0);
+    n1 = vmas_in(h, 16 * PG);
+    printf("heap: watch of 2 of 16 brk pages: %d VMA(s) (before %d)\n", n1,
+           n0);
+    CHECK_EQ_U64(n1, n0);
+    hb_memmon_unwatch(h + 4 * PG, 2 * PG);
+    CHECK(sbrk(-(intptr_t)(16 * PG)) != (void *)-1);
+}
+
+static void vma_tests(void)
+{
+    printf("== whole VMAs ==\n");
+    vma_whole_test();
+    vma_two_watches_test();
+    vma_app_changes_test();
+    vma_merge_after_test();
+    vma_heap_stack_test();
+}
+
 /* ---- ordering -------------------------------------------------------- */
 
 static void *unmapper(void *arg)
@@ -1068,6 +1297,7 @@ int main(void)
     limits();
     unwatch_tests();
     table_fuzz();
+    vma_tests();
     ordering_tests();
     fork_tests();
     broken_fd_test();
