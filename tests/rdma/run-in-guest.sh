@@ -95,7 +95,7 @@ RUN_TIMEOUT=900 run_prog transport tests/rdma/transport.sh
 # 6. No stale registration, end to end: 10^4 RDMA writes from buffers that
 #    are freed/unmapped/remapped/madvised and reused at the same address,
 #    0 mismatches; with the monitor muted the same test must see stale data.
-run_prog integrity_clean mpiexec.openmpi -n 2 build/rdma/integrity_test 10000 clean
+RUN_TIMEOUT=900 run_prog integrity_clean mpiexec.openmpi -n 2 build/rdma/integrity_test 10000 clean
 run_prog integrity_stale env HOTBUF_MEMMON=off \
     mpiexec.openmpi -x HOTBUF_MEMMON -n 2 build/rdma/integrity_test 2000 stale
 
@@ -119,6 +119,10 @@ RUN_TIMEOUT=900 run_prog mixed_lang tests/rdma/mixed_lang.sh
 #     receive pending on MPI_COMM_SELF, 1200 windows, unregistrable
 #     Allgather receive buffers, spawn + merge.
 RUN_TIMEOUT=1500 run_prog defects tests/rdma/defects.sh
+
+# 11. The MPI's own RDMA beside hotbuf: dynamic windows (linked lists under
+#     lock_all, shared locks, NOCHECK) over rxe0, plain and with hotbuf.
+RUN_TIMEOUT=900 run_prog mpi_rdma_beside tests/rdma/mpi_rdma_beside.sh
 
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
