@@ -10,6 +10,7 @@
 
 #include "allgather.h"
 #include "allgather_int.h"
+#include "core/comm.h"
 #include "core/host.h"
 #include "core/progress.h"
 #include "regcache/regcache.h"
@@ -169,12 +170,15 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     c->comm = comm;
     c->reason = HB_AGC_NO_RDMA;
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter) {
-        c->reason = HB_AGC_INTERCOMM;
-        return c;
-    }
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
+    /* Verdicts every rank reaches alone, before any collective of ours:
+     * peers are named by world rank, which aliases across worlds. */
+    if (inter || c->size == 1 || !hb_comm_one_world(comm)) {
+        c->reason = inter ? HB_AGC_INTERCOMM
+                    : c->size == 1 ? HB_AGC_SINGLE_RANK : HB_AGC_WORLDS;
+        return c;
+    }
     c->pow2 = (c->size & (c->size - 1)) == 0;
     c->peers = calloc((size_t)c->size, sizeof(*c->peers));
     if (!c->peers) { /* the others are entering the allgather below */
@@ -184,8 +188,7 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     struct hb_ag_peer me;
     describe_self(ag, c, &me);
     PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE, comm);
-    if (c->size > 1)
-        c->reason = verdict(ag, c);
+    c->reason = verdict(ag, c);
     int reachable = c->reason < 0 ? connect_peers(ag, c) : 1, all = reachable;
     if (c->reason < 0) { /* everyone took the same verdict, so everyone is here */
         PMPI_Allreduce(&reachable, &all, 1, MPI_INT, MPI_MIN, comm);

@@ -7,12 +7,21 @@ static const char *const comm_names[] = {HB_AG_COMM_REASONS(HB_REPORT_NAME)};
 static const char *const algo_names[] = {HB_AG_ALGOS(HB_REPORT_NAME)};
 static const char *const call_names[] = {HB_AG_CALL_REASONS(HB_REPORT_NAME)};
 
+/* Calls left on MPI without a communicator state (MPI_THREAD_MULTIPLE). */
+static uint64_t calls_left(const struct hb_ag_summary *a)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < HB_AGP_NREASONS; i++)
+        n += a->calls_pmpi[i];
+    return n;
+}
+
 static void render_text(FILE *out, const void *acc, const struct hb_report *r)
 {
     const struct hb_ag_summary *a = acc;
     char b1[32];
     (void)r;
-    if (!a->comms)
+    if (!a->comms && !calls_left(a))
         return;
     fprintf(out, "allgather: %llu communicator(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
             (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
