@@ -67,19 +67,22 @@ struct ag_call {
     struct hb_transport *t;
     uint64_t seq, block;
     int zcopy;
-    int fail;                    /* zero-copy: some rank known not registered */
-    char *buf;                   /* size x block bytes, this rank's gathered array */
-    uint32_t lkey, rkey;         /* of buf */
-    unsigned small;              /* flags for the 8/16-byte writes (inline when possible) */
+    int fail;            /* zero-copy: some rank known not registered */
+    char *buf;           /* size x block bytes, this rank's gathered array */
+    uint32_t lkey, rkey; /* of buf */
+    unsigned small; /* flags for the 8/16-byte writes (inline when possible) */
     struct hb_tr_op last[HB_AG_SLOTS + 1]; /* last write to each destination */
     int dest[HB_AG_SLOTS + 1], ndest;
 };
 
 static void fatal(const struct ag_call *a, int to, const char *what)
 {
-    fprintf(stderr, "hotbuf: rank %d: MPI_Allgather on RDMA: %s (rank %d of the communicator: %s); "
-                    "aborting, the other ranks are inside the same call\n",
-            a->ag->ctx->rank, what, to, hb_transport_peer_reason(a->t, a->c->peers[to].world));
+    fprintf(stderr,
+            "hotbuf: rank %d: MPI_Allgather on RDMA: %s "
+            "(rank %d of the communicator: %s); "
+            "aborting, the other ranks are inside the same call\n",
+            a->ag->ctx->rank, what, to,
+            hb_transport_peer_reason(a->t, a->c->peers[to].world));
     PMPI_Abort(a->c->comm, 1);
 }
 
@@ -93,13 +96,13 @@ static struct hb_tr_op *slot_for(struct ag_call *a, int to)
     return &a->last[a->ndest++];
 }
 
-static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_t lkey,
-                 uint64_t raddr, uint32_t rkey, unsigned flags)
+static void post(struct ag_call *a, int to, const void *src, size_t len,
+                 uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags)
 {
     struct hb_tr_op *op = slot_for(a, to);
     for (;;) {
-        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey, raddr, rkey,
-                                    flags, op);
+        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey,
+                                    raddr, rkey, flags, op);
         if (rc == HB_TR_OK)
             return;
         if (rc != HB_TR_BUSY)
@@ -111,11 +114,12 @@ static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_
 /* A small value from this rank's area to a field of rank to's area. */
 /* Flags are signaled: the last write to each destination is a flag, and
  * waiting for its own completion is cheaper than a fence write. */
-static void post_small(struct ag_call *a, int to, const void *src, size_t len, size_t field,
-                       unsigned signal)
+static void post_small(struct ag_call *a, int to, const void *src, size_t len,
+                       size_t field, unsigned signal)
 {
     const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey, a->small | signal);
+    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey,
+         a->small | signal);
 }
 
 /* The value this rank's flags carry now (see allgather_int.h).  Set
@@ -138,7 +142,8 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
             sched_yield(); /* oversubscribed: the peer may need this CPU */
         if ((spins & 1023) == 0) {
             hb_progress_yield(NULL);
-            if (hb_transport_peer_state(a->t, a->c->peers[from].world) == HB_PEER_FAILED)
+            if (hb_transport_peer_state(a->t, a->c->peers[from].world) ==
+                HB_PEER_FAILED)
                 fatal(a, from, "a peer failed");
         }
     }
@@ -152,9 +157,13 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 static void send_ready(struct ag_call *a, int to, int k)
 {
     post_small(a, to, &a->c->area->out, sizeof(a->c->area->out),
-               offsetof(struct hb_ag_area, slot) + (size_t)k * sizeof(struct hb_ag_record), 0);
+               offsetof(struct hb_ag_area, slot) +
+                   (size_t)k * sizeof(struct hb_ag_record),
+               0);
     post_small(a, to, flag_out(a), sizeof(uint64_t),
-               offsetof(struct hb_ag_area, ready) + (size_t)k * sizeof(uint64_t), HB_TR_F_SIGNAL);
+               offsetof(struct hb_ag_area, ready) +
+                   (size_t)k * sizeof(uint64_t),
+               HB_TR_F_SIGNAL);
 }
 
 /* Where rank peer's array is for this call: its half of the collective
@@ -163,16 +172,20 @@ static struct hb_ag_record destination(struct ag_call *a, int peer, int k)
 {
     const struct hb_ag_comm *c = a->c;
     if (!a->zcopy) {
-        uint64_t offset = (uint64_t)(c->buffer - (char *)c->area) + (a->seq & 1) * c->half;
-        return (struct hb_ag_record){c->peers[peer].area + offset, c->peers[peer].rkey, 0};
+        uint64_t offset =
+            (uint64_t)(c->buffer - (char *)c->area) + (a->seq & 1) * c->half;
+        return (struct hb_ag_record){c->peers[peer].area + offset,
+                                     c->peers[peer].rkey, 0};
     }
     wait_flag(a, &c->area->ready[k], peer);
-    return (struct hb_ag_record){c->area->slot[k].addr, c->area->slot[k].rkey, 0};
+    return (struct hb_ag_record){c->area->slot[k].addr, c->area->slot[k].rkey,
+                                 0};
 }
 
 /* Bytes [off, off+len) of the array to the same place at rank to (unless
  * the call is known to fail), then the flag at field. */
-static void send_blocks(struct ag_call *a, int to, const struct hb_ag_record *dst, uint64_t off,
+static void send_blocks(struct ag_call *a, int to,
+                        const struct hb_ag_record *dst, uint64_t off,
                         uint64_t len, size_t field)
 {
     if (!a->fail)
@@ -189,8 +202,9 @@ static void recursive_doubling(struct ag_call *a)
         int partner = c->rank ^ (1 << k);
         struct hb_ag_record dst = destination(a, partner, k);
         uint64_t first = (uint64_t)((c->rank >> k) << k);
-        send_blocks(a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
-                    offsetof(struct hb_ag_area, rd) + (size_t)k * sizeof(uint64_t));
+        send_blocks(
+            a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
+            offsetof(struct hb_ag_area, rd) + (size_t)k * sizeof(uint64_t));
         wait_flag(a, &c->area->rd[k], partner);
     }
 }
@@ -205,7 +219,8 @@ static void ring(struct ag_call *a)
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
         send_blocks(a, right, &dst, blk * a->block, a->block,
-                    offsetof(struct hb_ag_area, data) + (size_t)s * sizeof(uint64_t));
+                    offsetof(struct hb_ag_area, data) +
+                        (size_t)s * sizeof(uint64_t));
         wait_flag(a, &c->area->data[s], left);
     }
 }
@@ -216,7 +231,8 @@ static void ring(struct ag_call *a)
  * pending on MPI_COMM_SELF could match it.  Packed bytes are the plain
  * bytes of the type map on a homogeneous job (start checks that MPI packs
  * so), so ranks with different types of one signature agree. */
-static void pack(const void *src, int count, MPI_Datatype type, void *dst, uint64_t bytes)
+static void pack(const void *src, int count, MPI_Datatype type, void *dst,
+                 uint64_t bytes)
 {
     int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
@@ -225,7 +241,8 @@ static void pack(const void *src, int count, MPI_Datatype type, void *dst, uint6
         PMPI_Pack(src, count, type, dst, (int)bytes, &pos, MPI_COMM_SELF);
 }
 
-static void unpack(const void *src, uint64_t bytes, void *dst, int count, MPI_Datatype type)
+static void unpack(const void *src, uint64_t bytes, void *dst, int count,
+                   MPI_Datatype type)
 {
     int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
@@ -235,8 +252,9 @@ static void unpack(const void *src, uint64_t bytes, void *dst, int count, MPI_Da
 }
 
 /* This rank's own block into its place in the array. */
-static void place_own_block(struct ag_call *a, const void *sbuf, int scount, MPI_Datatype stype,
-                            void *rbuf, int rcount, MPI_Datatype rtype)
+static void place_own_block(struct ag_call *a, const void *sbuf, int scount,
+                            MPI_Datatype stype, void *rbuf, int rcount,
+                            MPI_Datatype rtype)
 {
     char *mine = a->buf + (uint64_t)a->c->rank * a->block;
     if (sbuf != MPI_IN_PLACE) {
@@ -244,15 +262,16 @@ static void place_own_block(struct ag_call *a, const void *sbuf, int scount, MPI
     } else if (a->buf != rbuf) {
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(rtype, &lb, &extent);
-        pack((char *)rbuf + (MPI_Aint)a->c->rank * rcount * extent, rcount, rtype, mine, a->block);
+        pack((char *)rbuf + (MPI_Aint)a->c->rank * rcount * extent, rcount,
+             rtype, mine, a->block);
     }
 }
 
 /* Where the array lives for this call.  Zero-copy: the receive buffer
  * or, for a non-contiguous receive type, a temporary, registered.  When
  * that fails the call fails on every rank (see the vote above). */
-static void choose_buffer(struct ag_call *a, void *rbuf, int direct, struct hb_region **reg,
-                          char **tmp)
+static void choose_buffer(struct ag_call *a, void *rbuf, int direct,
+                          struct hb_region **reg, char **tmp)
 {
     struct hb_ag_comm *c = a->c;
     uint64_t total = (uint64_t)c->size * a->block;
@@ -273,7 +292,8 @@ static void choose_buffer(struct ag_call *a, void *rbuf, int direct, struct hb_r
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring, uint64_t total)
+static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring,
+                       uint64_t total)
 {
     ag->stats.algos[use_ring ? (a->zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
                              : (a->zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
@@ -281,8 +301,9 @@ static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring, 
     ag->stats.bytes_rdma += total;
 }
 
-int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scount,
-              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, uint64_t block)
+int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
+              int scount, MPI_Datatype stype, void *rbuf, int rcount,
+              MPI_Datatype rtype, uint64_t block)
 {
     const struct hb_config *cfg = ag->ctx->cfg;
     uint64_t total = (uint64_t)c->size * block;
@@ -293,11 +314,16 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scou
     }
     int use_ring = !c->pow2 || block >= cfg->ag_ring;
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
-    struct ag_call a = {.ag = ag, .c = c, .t = ag->ctx->rdma->tr, .seq = ++c->seq, .block = block,
+    struct ag_call a = {.ag = ag,
+                        .c = c,
+                        .t = ag->ctx->rdma->tr,
+                        .seq = ++c->seq,
+                        .block = block,
                         .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
-    a.small = info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
+    a.small =
+        info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
 
     struct hb_region *reg = NULL;
     char *tmp = NULL;
@@ -310,8 +336,10 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scou
         ring(&a);
     else
         recursive_doubling(&a);
-    for (int i = 0; i < a.ndest; i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) != HB_TR_OK)
+    for (int i = 0; i < a.ndest;
+         i++) /* our sources stay untouched until read */
+        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) !=
+            HB_TR_OK)
             fatal(&a, a.dest[i], "a write did not complete");
 
     if (a.buf != rbuf && !a.fail)
