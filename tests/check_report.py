@@ -199,9 +199,16 @@ def check_f08(r, n, text):
 
 
 def check_threads(r, n, text):
-    """tests/mpi/thread_multiple.c: 2 threads x 500 sends per rank."""
+    """tests/mpi/thread_multiple.c: 2 threads x 500 sends, 3 allgathers per rank."""
     expect("thread level", r["thread_level"].split()[0], "multiple")
     expect("threaded send calls", r["classes"]["send"]["calls"], 1000 * n)
+    a = r.get("allgather", {})
+    expect("allgather calls", r["classes"]["allgather"]["calls"], 3 * n)
+    expect("allgather calls left on MPI for threads",
+           a.get("calls_pmpi", {}).get("threads"), 3 * n)
+    expect("allgather calls on RDMA", a.get("calls_rdma"), 0)
+    if text:
+        expect_true("text counts threads", f"left on MPI: threads {3 * n}" in text)
 
 
 def check_adapted(r, n, text):

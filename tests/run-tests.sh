@@ -47,6 +47,24 @@ if selected layers; then
     if tests/check_layers.sh >"$work/layers.log" 2>&1; then pass layers; else fail layers "layer violations" "$work/layers.log"; fi
 fi
 
+# ---- models: exhaustive checks of hotbuf's protocols -------------------------------
+# The Allgather's flags (tests/model/ag_flags.py): hotbuf's layout must
+# hold, and the old shared-flag layout must fail (the checker can see it).
+if selected model/ag_flags; then
+    if timeout 300 python3 tests/model/ag_flags.py --layout split >"$work/agf.log" 2>&1; then
+        pass model/ag_flags
+    else
+        fail model/ag_flags "a wait passes before its write landed" "$work/agf.log"
+    fi
+    if timeout 300 python3 tests/model/ag_flags.py --layout shared >"$work/agf-bad.log" 2>&1; then
+        fail model/ag_flags_shared "the shared-flag layout was not caught" "$work/agf-bad.log"
+    elif grep -q VIOLATION "$work/agf-bad.log"; then
+        pass model/ag_flags_shared
+    else
+        fail model/ag_flags_shared "the checker did not run" "$work/agf-bad.log"
+    fi
+fi
+
 # ---- unit tests ----------------------------------------------------------------
 for t in build/unit/test_*; do
     [ -x "$t" ] || continue

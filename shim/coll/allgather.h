@@ -32,9 +32,10 @@
  * communicators still alive (before the transport closes). */
 
 /* The wrappers: track the receive buffer, then RDMA or PMPI. */
-int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                 MPI_Datatype rtype, MPI_Comm comm, void *ret);
-int hb_iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf, int rcount,
-                  MPI_Datatype rtype, MPI_Comm comm, MPI_Request *req, void *ret);
+int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                 int rcount, MPI_Datatype rtype, MPI_Comm comm, void *ret);
+int hb_iallgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
+                  int rcount, MPI_Datatype rtype, MPI_Comm comm,
+                  MPI_Request *req, void *ret);
 
 #endif

@@ -22,6 +22,29 @@
  * sees a flag also sees the data written before it.  A peer that fails in
  * the middle of a collective cannot be worked around (the other ranks are
  * inside the same call): hotbuf says so in one line and aborts the job.
+ *
+ * A receive array one rank cannot register (memory the monitor cannot
+ * watch: .data, MAP_HUGETLB, private file mappings; or no room under the
+ * cap) must send every rank to PMPI_Allgather, on every rank alike.
+ * Where the answer is known everywhere, nothing is asked: copy-based
+ * calls register nothing, and a call over the communicator's zcopy_max
+ * goes to PMPI everywhere.  Otherwise it cannot be known remotely: a
+ * rank's memory of "this (address, length) registered fine last time"
+ * says nothing to the others, and whether to skip a vote must itself be
+ * agreed.  So every zero-copy call votes, at no cost in messages: each
+ * flag carries a fail bit, the OR of what its writer knows.  A rank that
+ * cannot register sets it in its ready records and flags; every rank ORs
+ * in what it waits for.  Recursive doubling is then an allreduce of the
+ * bit (after step k a rank knows the bits of its 2^(k+1) group), the ring
+ * too (after step s one knows ranks left .. left-s, and the right one
+ * from its ready record), so after the last step every rank holds the
+ * same OR.  Once a rank knows of a failure it writes no more data (the
+ * failed rank has nowhere to receive it and nothing registered to send
+ * from), only flags; then all call PMPI_Allgather.  What was written into
+ * receive arrays meanwhile is overwritten by it (a rank's own block, the
+ * MPI_IN_PLACE input, is never written by a peer).  A flag of a later
+ * call cannot stand in for a failed one: after a failed call every rank
+ * enters PMPI_Allgather, which no rank leaves before all entered.
  */
 #include <sched.h>
 #include <stddef.h>
@@ -44,18 +67,22 @@ struct ag_call {
     struct hb_transport *t;
     uint64_t seq, block;
     int zcopy;
-    char *buf;                   /* size x block bytes, this rank's gathered array */
-    uint32_t lkey, rkey;         /* of buf */
-    unsigned small;              /* flags for the 8/16-byte writes (inline when possible) */
+    int fail;            /* zero-copy: some rank known not registered */
+    char *buf;           /* size x block bytes, this rank's gathered array */
+    uint32_t lkey, rkey; /* of buf */
+    unsigned small; /* flags for the 8/16-byte writes (inline when possible) */
     struct hb_tr_op last[HB_AG_SLOTS + 1]; /* last write to each destination */
     int dest[HB_AG_SLOTS + 1], ndest;
 };
 
 static void fatal(const struct ag_call *a, int to, const char *what)
 {
-    fprintf(stderr, "hotbuf: rank %d: MPI_Allgather on RDMA: %s (rank %d of the communicator: %s); "
-                    "aborting, the other ranks are inside the same call\n",
-            a->ag->ctx->rank, what, to, hb_transport_peer_reason(a->t, a->c->peers[to].world));
+    fprintf(stderr,
+            "hotbuf: rank %d: MPI_Allgather on RDMA: %s "
+            "(rank %d of the communicator: %s); "
+            "aborting, the other ranks are inside the same call\n",
+            a->ag->ctx->rank, what, to,
+            hb_transport_peer_reason(a->t, a->c->peers[to].world));
     PMPI_Abort(a->c->comm, 1);
 }
 
@@ -69,13 +96,13 @@ static struct hb_tr_op *slot_for(struct ag_call *a, int to)
     return &a->last[a->ndest++];
 }
 
-static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_t lkey,
-                 uint64_t raddr, uint32_t rkey, unsigned flags)
+static void post(struct ag_call *a, int to, const void *src, size_t len,
+                 uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags)
 {
     struct hb_tr_op *op = slot_for(a, to);
     for (;;) {
-        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey, raddr, rkey,
-                                    flags, op);
+        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey,
+                                    raddr, rkey, flags, op);
         if (rc == HB_TR_OK)
             return;
         if (rc != HB_TR_BUSY)
@@ -87,38 +114,56 @@ static void post(struct ag_call *a, int to, const void *src, size_t len, uint32_
 /* A small value from this rank's area to a field of rank to's area. */
 /* Flags are signaled: the last write to each destination is a flag, and
  * waiting for its own completion is cheaper than a fence write. */
-static void post_small(struct ag_call *a, int to, const void *src, size_t len, size_t field,
-                       unsigned signal)
+static void post_small(struct ag_call *a, int to, const void *src, size_t len,
+                       size_t field, unsigned signal)
 {
     const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey, a->small | signal);
+    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey,
+         a->small | signal);
 }
 
-/* Waits until a peer's write of this call has landed in *flag.  No time
- * limit: a peer may enter the collective much later; only its failure
- * ends the wait. */
+/* The value this rank's flags carry now (see allgather_int.h).  Set
+ * before each flag is posted; a flag still queued that reads it later
+ * carries a fail bit learnt since, which is as true. */
+static void *flag_out(struct ag_call *a)
+{
+    a->c->area->out_flag = HB_AG_FLAG(a->seq, a->fail);
+    return &a->c->area->out_flag;
+}
+
+/* Waits until a peer's write of this call (or a later one) has landed in
+ * *flag, and takes in its fail bit.  No time limit: a peer may enter the
+ * collective much later; only its failure ends the wait. */
 static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 {
-    for (unsigned spins = 1; *flag < a->seq; spins++) {
+    for (unsigned spins = 1; HB_AG_FLAG_SEQ(*flag) < a->seq; spins++) {
         hb_progress();
         if ((spins & 63) == 0)
             sched_yield(); /* oversubscribed: the peer may need this CPU */
         if ((spins & 1023) == 0) {
             hb_progress_yield(NULL);
-            if (hb_transport_peer_state(a->t, a->c->peers[from].world) == HB_PEER_FAILED)
+            if (hb_transport_peer_state(a->t, a->c->peers[from].world) ==
+                HB_PEER_FAILED)
                 fatal(a, from, "a peer failed");
         }
     }
     __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    uint64_t v = *flag;
+    if (HB_AG_FLAG_SEQ(v) == a->seq) /* a later call's: this one succeeded */
+        a->fail |= HB_AG_FLAG_FAIL(v);
 }
 
 /* Tells rank to where this rank's array is, in its slot k. */
 static void send_ready(struct ag_call *a, int to, int k)
 {
     post_small(a, to, &a->c->area->out, sizeof(a->c->area->out),
-               offsetof(struct hb_ag_area, slot) + (size_t)k * sizeof(struct hb_ag_record), 0);
-    post_small(a, to, &a->c->area->out_seq, sizeof(uint64_t),
-               offsetof(struct hb_ag_area, ready) + (size_t)k * sizeof(uint64_t), HB_TR_F_SIGNAL);
+               offsetof(struct hb_ag_area, slot) +
+                   (size_t)k * sizeof(struct hb_ag_record),
+               0);
+    post_small(a, to, flag_out(a), sizeof(uint64_t),
+               offsetof(struct hb_ag_area, ready) +
+                   (size_t)k * sizeof(uint64_t),
+               HB_TR_F_SIGNAL);
 }
 
 /* Where rank peer's array is for this call: its half of the collective
@@ -127,21 +172,25 @@ static struct hb_ag_record destination(struct ag_call *a, int peer, int k)
 {
     const struct hb_ag_comm *c = a->c;
     if (!a->zcopy) {
-        uint64_t offset = (uint64_t)(c->buffer - (char *)c->area) + (a->seq & 1) * c->half;
-        return (struct hb_ag_record){c->peers[peer].area + offset, c->peers[peer].rkey, 0};
+        uint64_t offset =
+            (uint64_t)(c->buffer - (char *)c->area) + (a->seq & 1) * c->half;
+        return (struct hb_ag_record){c->peers[peer].area + offset,
+                                     c->peers[peer].rkey, 0};
     }
     wait_flag(a, &c->area->ready[k], peer);
-    return (struct hb_ag_record){c->area->slot[k].addr, c->area->slot[k].rkey, 0};
+    return (struct hb_ag_record){c->area->slot[k].addr, c->area->slot[k].rkey,
+                                 0};
 }
 
-/* Bytes [off, off+len) of the array to the same place at rank to, then the
- * step's data flag. */
-static void send_blocks(struct ag_call *a, int to, const struct hb_ag_record *dst, uint64_t off,
-                        uint64_t len, int step)
+/* Bytes [off, off+len) of the array to the same place at rank to (unless
+ * the call is known to fail), then the flag at field. */
+static void send_blocks(struct ag_call *a, int to,
+                        const struct hb_ag_record *dst, uint64_t off,
+                        uint64_t len, size_t field)
 {
-    post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey, 0);
-    post_small(a, to, &a->c->area->out_seq, sizeof(uint64_t),
-               offsetof(struct hb_ag_area, data) + (size_t)step * sizeof(uint64_t), HB_TR_F_SIGNAL);
+    if (!a->fail)
+        post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey, 0);
+    post_small(a, to, flag_out(a), sizeof(uint64_t), field, HB_TR_F_SIGNAL);
 }
 
 static void recursive_doubling(struct ag_call *a)
@@ -153,8 +202,10 @@ static void recursive_doubling(struct ag_call *a)
         int partner = c->rank ^ (1 << k);
         struct hb_ag_record dst = destination(a, partner, k);
         uint64_t first = (uint64_t)((c->rank >> k) << k);
-        send_blocks(a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block, k);
-        wait_flag(a, &c->area->data[k], partner);
+        send_blocks(
+            a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
+            offsetof(struct hb_ag_area, rd) + (size_t)k * sizeof(uint64_t));
+        wait_flag(a, &c->area->rd[k], partner);
     }
 }
 
@@ -167,34 +218,43 @@ static void ring(struct ag_call *a)
     struct hb_ag_record dst = destination(a, right, HB_AG_RING_SLOT);
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
-        send_blocks(a, right, &dst, blk * a->block, a->block, s);
+        send_blocks(a, right, &dst, blk * a->block, a->block,
+                    offsetof(struct hb_ag_area, data) +
+                        (size_t)s * sizeof(uint64_t));
         wait_flag(a, &c->area->data[s], left);
     }
 }
 
 /* count x type at src into bytes contiguous bytes at dst (or back with
- * unpack): memcpy for packed predefined types, MPI's own copy otherwise. */
-static void pack(const void *src, int count, MPI_Datatype type, void *dst, uint64_t bytes)
+ * unpack): memcpy for packed predefined types, else MPI_Pack, which is a
+ * local copy.  Never a message to self: a receive the application has
+ * pending on MPI_COMM_SELF could match it.  Packed bytes are the plain
+ * bytes of the type map on a homogeneous job (start checks that MPI packs
+ * so), so ranks with different types of one signature agree. */
+static void pack(const void *src, int count, MPI_Datatype type, void *dst,
+                 uint64_t bytes)
 {
+    int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
         memcpy(dst, src, bytes);
     else
-        PMPI_Sendrecv(src, count, type, 0, 0, dst, (int)bytes, MPI_BYTE, 0, 0, MPI_COMM_SELF,
-                      MPI_STATUS_IGNORE);
+        PMPI_Pack(src, count, type, dst, (int)bytes, &pos, MPI_COMM_SELF);
 }
 
-static void unpack(const void *src, uint64_t bytes, void *dst, int count, MPI_Datatype type)
+static void unpack(const void *src, uint64_t bytes, void *dst, int count,
+                   MPI_Datatype type)
 {
+    int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
         memcpy(dst, src, bytes);
     else
-        PMPI_Sendrecv(src, (int)bytes, MPI_BYTE, 0, 0, dst, count, type, 0, 0, MPI_COMM_SELF,
-                      MPI_STATUS_IGNORE);
+        PMPI_Unpack(src, (int)bytes, &pos, dst, count, type, MPI_COMM_SELF);
 }
 
 /* This rank's own block into its place in the array. */
-static void place_own_block(struct ag_call *a, const void *sbuf, int scount, MPI_Datatype stype,
-                            void *rbuf, int rcount, MPI_Datatype rtype)
+static void place_own_block(struct ag_call *a, const void *sbuf, int scount,
+                            MPI_Datatype stype, void *rbuf, int rcount,
+                            MPI_Datatype rtype)
 {
     char *mine = a->buf + (uint64_t)a->c->rank * a->block;
     if (sbuf != MPI_IN_PLACE) {
@@ -202,70 +262,95 @@ static void place_own_block(struct ag_call *a, const void *sbuf, int scount, MPI
     } else if (a->buf != rbuf) {
         MPI_Aint lb, extent;
         PMPI_Type_get_extent(rtype, &lb, &extent);
-        pack((char *)rbuf + (MPI_Aint)a->c->rank * rcount * extent, rcount, rtype, mine, a->block);
+        pack((char *)rbuf + (MPI_Aint)a->c->rank * rcount * extent, rcount,
+             rtype, mine, a->block);
     }
 }
 
-/* Where the array lives for this call.  A receive buffer that cannot be
- * registered stops the job (see fatal()); hb_ag_run keeps that unlikely by
- * going zero-copy only below half of every rank's registration cap. */
-static void choose_buffer(struct ag_call *a, int zcopy, void *rbuf, int direct,
+/* Where the array lives for this call.  Zero-copy: the receive buffer
+ * or, for a non-contiguous receive type, a temporary, registered.  When
+ * that fails the call fails on every rank (see the vote above). */
+static void choose_buffer(struct ag_call *a, void *rbuf, int direct,
                           struct hb_region **reg, char **tmp)
 {
     struct hb_ag_comm *c = a->c;
     uint64_t total = (uint64_t)c->size * a->block;
-    if (!zcopy) {
+    if (!a->zcopy) {
         a->buf = c->buffer + (a->seq & 1) * c->half;
         a->lkey = c->lkey;
         a->rkey = c->rkey;
         return;
     }
     a->buf = direct ? rbuf : (*tmp = malloc(total));
-    if (!a->buf || hb_rdma_register(a->ag->ctx->rdma, a->buf, total, reg))
-        fatal(a, c->rank, "the receive buffer cannot be registered");
+    if (!a->buf || hb_rdma_register(a->ag->ctx->rdma, a->buf, total, reg)) {
+        *reg = NULL;
+        a->fail = 1;
+        a->lkey = a->rkey = 0;
+        return;
+    }
     a->lkey = hb_region_mr(*reg)->lkey;
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf, int scount,
-              MPI_Datatype stype, void *rbuf, int rcount, MPI_Datatype rtype, uint64_t block)
+static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring,
+                       uint64_t total)
+{
+    ag->stats.algos[use_ring ? (a->zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
+                             : (a->zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
+    ag->stats.calls_rdma++;
+    ag->stats.bytes_rdma += total;
+}
+
+int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
+              int scount, MPI_Datatype stype, void *rbuf, int rcount,
+              MPI_Datatype rtype, uint64_t block)
 {
     const struct hb_config *cfg = ag->ctx->cfg;
     uint64_t total = (uint64_t)c->size * block;
     int zcopy = block >= cfg->ag_zcopy || total > c->half;
-    if (total > 0x7fffffff || (zcopy && total > c->zcopy_max))
+    if (total > 0x7fffffff || (zcopy && total > c->zcopy_max)) {
+        ag->stats.calls_pmpi[HB_AGP_TOO_LARGE]++;
         return -1; /* the same on every rank: total and zcopy_max are shared */
+    }
     int use_ring = !c->pow2 || block >= cfg->ag_ring;
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
-    struct ag_call a = {.ag = ag, .c = c, .t = ag->ctx->rdma->tr, .seq = ++c->seq, .block = block,
+    struct ag_call a = {.ag = ag,
+                        .c = c,
+                        .t = ag->ctx->rdma->tr,
+                        .seq = ++c->seq,
+                        .block = block,
                         .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
-    a.small = info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
+    a.small =
+        info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
 
     struct hb_region *reg = NULL;
     char *tmp = NULL;
-    choose_buffer(&a, zcopy, rbuf, direct, &reg, &tmp);
+    choose_buffer(&a, rbuf, direct, &reg, &tmp);
     c->area->out = (struct hb_ag_record){(uint64_t)(uintptr_t)a.buf, a.rkey, 0};
-    c->area->out_seq = a.seq;
-    place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
+    if (!a.fail)
+        place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
 
     if (use_ring)
         ring(&a);
     else
         recursive_doubling(&a);
-    for (int i = 0; i < a.ndest; i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) != HB_TR_OK)
+    for (int i = 0; i < a.ndest;
+         i++) /* our sources stay untouched until read */
+        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) !=
+            HB_TR_OK)
             fatal(&a, a.dest[i], "a write did not complete");
 
-    if (a.buf != rbuf)
+    if (a.buf != rbuf && !a.fail)
         unpack(a.buf, total, rbuf, rcount * c->size, rtype);
     if (reg)
         hb_regcache_put(ag->ctx->rdma->cache, reg);
     free(tmp);
-    ag->stats.algos[use_ring ? (zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
-                             : (zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
-    ag->stats.calls_rdma++;
-    ag->stats.bytes_rdma += total;
+    if (a.fail) { /* every rank knows it: all go to PMPI together */
+        ag->stats.calls_pmpi[HB_AGP_UNREGISTERED]++;
+        return -1;
+    }
+    count_call(ag, &a, use_ring, total);
     return 0;
 }

@@ -10,6 +10,7 @@
 
 #include "allgather.h"
 #include "allgather_int.h"
+#include "core/comm.h"
 #include "core/host.h"
 #include "core/progress.h"
 #include "regcache/regcache.h"
@@ -56,7 +57,8 @@ static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
 
 int hb_ag_keyval_create(struct hb_ag *ag)
 {
-    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr, &ag->keyval, ag);
+    return PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, delete_attr,
+                                   &ag->keyval, ag);
 }
 
 void hb_ag_free_all(struct hb_ag *ag)
@@ -74,7 +76,8 @@ static int area_create(struct hb_ag *ag, struct hb_ag_comm *c)
 {
     c->data_entries = (size_t)(c->size > HB_AG_SLOTS ? c->size : HB_AG_SLOTS);
     c->half = (size_t)ag->ctx->cfg->ag_buffer;
-    size_t head = sizeof(struct hb_ag_area) + c->data_entries * sizeof(uint64_t);
+    size_t head =
+        sizeof(struct hb_ag_area) + c->data_entries * sizeof(uint64_t);
     head = (head + 63) & ~(size_t)63;
     c->area_len = head + 2 * c->half;
     if (posix_memalign((void **)&c->area, 4096, c->area_len)) {
@@ -94,7 +97,8 @@ static int area_create(struct hb_ag *ag, struct hb_ag_comm *c)
 }
 
 /* This rank's entry of the creation allgather. */
-static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c, struct hb_ag_peer *me)
+static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
+                          struct hb_ag_peer *me)
 {
     const struct hb_ctx *ctx = ag->ctx;
     memset(me, 0, sizeof(*me));
@@ -169,25 +173,31 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     c->comm = comm;
     c->reason = HB_AGC_NO_RDMA;
     PMPI_Comm_test_inter(comm, &inter);
-    if (inter) {
-        c->reason = HB_AGC_INTERCOMM;
-        return c;
-    }
     PMPI_Comm_rank(comm, &c->rank);
     PMPI_Comm_size(comm, &c->size);
+    /* Verdicts every rank reaches alone, before any collective of ours:
+     * peers are named by world rank, which aliases across worlds. */
+    if (inter || c->size == 1 || !hb_comm_one_world(comm)) {
+        c->reason = inter          ? HB_AGC_INTERCOMM
+                    : c->size == 1 ? HB_AGC_SINGLE_RANK
+                                   : HB_AGC_WORLDS;
+        return c;
+    }
     c->pow2 = (c->size & (c->size - 1)) == 0;
     c->peers = calloc((size_t)c->size, sizeof(*c->peers));
     if (!c->peers) { /* the others are entering the allgather below */
-        fprintf(stderr, "hotbuf: out of memory for a communicator's allgather state\n");
+        fprintf(stderr,
+                "hotbuf: out of memory for a communicator's allgather state\n");
         PMPI_Abort(comm, 1);
     }
     struct hb_ag_peer me;
     describe_self(ag, c, &me);
-    PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE, comm);
-    if (c->size > 1)
-        c->reason = verdict(ag, c);
+    PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE,
+                   comm);
+    c->reason = verdict(ag, c);
     int reachable = c->reason < 0 ? connect_peers(ag, c) : 1, all = reachable;
-    if (c->reason < 0) { /* everyone took the same verdict, so everyone is here */
+    if (c->reason <
+        0) { /* everyone took the same verdict, so everyone is here */
         PMPI_Allreduce(&reachable, &all, 1, MPI_INT, MPI_MIN, comm);
         if (!all)
             c->reason = HB_AGC_UNREACHABLE;
@@ -205,7 +215,7 @@ struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
     if (found)
         return c;
     if (!(c = create(ag, comm)))
-        return NULL; /* out of memory before any collective: cannot happen unevenly enough to matter */
+        return NULL; /* out of memory before any collective of ours */
     ag->stats.comms++;
     if (c->reason < 0)
         ag->stats.comms_rdma++;

@@ -1,20 +1,32 @@
 /* The Allgather section of the report (see allgather_stats.h). */
 #include "allgather_stats.h"
 
-_Static_assert(sizeof(struct hb_ag_summary) % 8 == 0, "records concatenate unpadded");
+_Static_assert(sizeof(struct hb_ag_summary) % 8 == 0,
+               "records concatenate unpadded");
 
 static const char *const comm_names[] = {HB_AG_COMM_REASONS(HB_REPORT_NAME)};
 static const char *const algo_names[] = {HB_AG_ALGOS(HB_REPORT_NAME)};
 static const char *const call_names[] = {HB_AG_CALL_REASONS(HB_REPORT_NAME)};
+
+/* Calls left on MPI without a communicator state (MPI_THREAD_MULTIPLE). */
+static uint64_t calls_left(const struct hb_ag_summary *a)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < HB_AGP_NREASONS; i++)
+        n += a->calls_pmpi[i];
+    return n;
+}
 
 static void render_text(FILE *out, const void *acc, const struct hb_report *r)
 {
     const struct hb_ag_summary *a = acc;
     char b1[32];
     (void)r;
-    if (!a->comms)
+    if (!a->comms && !calls_left(a))
         return;
-    fprintf(out, "allgather: %llu communicator(s) x ranks, %llu with hotbuf's RDMA; on PMPI: ",
+    fprintf(out,
+            "allgather: %llu communicator(s) x ranks, %llu with hotbuf's RDMA; "
+            "on PMPI: ",
             (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
     hb_report_text_counts(out, a->comms_pmpi, 0, HB_AGC_NREASONS, comm_names);
     fprintf(out, "\n  %llu call(s) x ranks on hotbuf's RDMA (%s received): ",
@@ -33,8 +45,9 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     fprintf(out, "{\"comms\": %llu, \"comms_rdma\": %llu, \"comms_pmpi\": ",
             (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
     hb_report_json_counts(out, a->comms_pmpi, 0, HB_AGC_NREASONS, comm_names);
-    fprintf(out, ", \"calls_rdma\": %llu, \"bytes_rdma\": %llu, \"algorithms\": ",
-            (unsigned long long)a->calls_rdma, (unsigned long long)a->bytes_rdma);
+    fprintf(
+        out, ", \"calls_rdma\": %llu, \"bytes_rdma\": %llu, \"algorithms\": ",
+        (unsigned long long)a->calls_rdma, (unsigned long long)a->bytes_rdma);
     hb_report_json_counts(out, a->algos, 0, HB_AG_NALGOS, algo_names);
     fprintf(out, ", \"calls_pmpi\": ");
     hb_report_json_counts(out, a->calls_pmpi, 0, HB_AGP_NREASONS, call_names);

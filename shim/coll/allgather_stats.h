@@ -9,24 +9,29 @@
 
 /* Why a communicator stays on PMPI (see HB_REPORT_ENUM). */
 #define HB_AG_COMM_REASONS(_)                                                  \
-    _(HB_AGC_INTERCOMM, "intercomm") /* intercommunicator */                   \
-    _(HB_AGC_NO_RDMA, "no_rdma")    /* off, one rank, no transport/cache */    \
-    _(HB_AGC_INTRANODE, "intranode") /* ranks share a node, INTRANODE=0 */     \
+    _(HB_AGC_INTERCOMM, "intercomm")     /* intercommunicator */               \
+    _(HB_AGC_NO_RDMA, "no_rdma")         /* a rank without transport/cache */  \
+    _(HB_AGC_SINGLE_RANK, "single_rank") /* one rank: nothing to move */       \
+    _(HB_AGC_WORLDS, "multiple_worlds")  /* spans worlds (spawn, connect) */   \
+    _(HB_AGC_INTRANODE, "intranode")     /* ranks share a node, INTRANODE=0 */ \
     _(HB_AGC_UNREACHABLE, "unreachable") /* a needed connection failed */      \
-    _(HB_AGC_MEMORY, "memory")      /* area not allocated or registered */
+    _(HB_AGC_MEMORY, "memory")           /* area not allocated or registered */
 
 /* Which algorithm a call took. */
 #define HB_AG_ALGOS(_)                                                         \
-    _(HB_AG_RD_COPY, "rd_copy")     /* recursive doubling, copy-based */       \
-    _(HB_AG_RD_ZCOPY, "rd_zcopy")   /* recursive doubling, zero-copy */        \
-    _(HB_AG_RING_COPY, "ring_copy") /* ring, copy-based */                     \
+    _(HB_AG_RD_COPY, "rd_copy")       /* recursive doubling, copy-based */     \
+    _(HB_AG_RD_ZCOPY, "rd_zcopy")     /* recursive doubling, zero-copy */      \
+    _(HB_AG_RING_COPY, "ring_copy")   /* ring, copy-based */                   \
     _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */
 
 /* Why a call on a served communicator did not use RDMA. */
 #define HB_AG_CALL_REASONS(_)                                                  \
-    _(HB_AGP_COMM, "comm")          /* the communicator is not served */       \
-    _(HB_AGP_EMPTY, "empty")        /* zero bytes */                           \
-    _(HB_AGP_NONBLOCKING, "nonblocking") /* MPI_Iallgather: left to MPI */
+    _(HB_AGP_COMM, "comm")               /* the communicator is not served */  \
+    _(HB_AGP_EMPTY, "empty")             /* zero bytes */                      \
+    _(HB_AGP_NONBLOCKING, "nonblocking") /* MPI_Iallgather: left to MPI */     \
+    _(HB_AGP_THREADS, "threads")     /* MPI_THREAD_MULTIPLE: no state made */  \
+    _(HB_AGP_TOO_LARGE, "too_large") /* over 2 GiB or a rank's zcopy_max */    \
+    _(HB_AGP_UNREGISTERED, "unregistered") /* a rank could not register */
 
 enum hb_ag_comm_reason { HB_AG_COMM_REASONS(HB_REPORT_ENUM) HB_AGC_NREASONS };
 enum hb_ag_algo { HB_AG_ALGOS(HB_REPORT_ENUM) HB_AG_NALGOS };

@@ -3,6 +3,12 @@
  * (.data, a private file mapping), a MAP_HUGETLB buffer, a MAP_PRIVATE
  * file mapping, or (mode "cap") an ordinary buffer that no longer fits
  * under the registration cap because rank 1's large window holds it.
+ * filemap maps this program's own file: a file in /tmp may be on tmpfs,
+ * whose (shmem) pages the monitor can watch, so it would not test this.
+ * cap needs HOTBUF_REGCACHE_MAX_BYTES=256K and HOTBUF_AG_BUFFER=4K (the
+ * communicator's area must fit, the receive buffer not): the window is
+ * MPI_Win_create on page-aligned anonymous memory, which hotbuf registers
+ * and holds (Win_allocate memory may be shared memory it cannot watch).
  * The other rank's buffer is ordinary.  Plain MPI gathers fine; so must
  * hotbuf, on one path agreed by both ranks.  Usage: ag_unregistrable MODE */
 #define _GNU_SOURCE
@@ -31,13 +37,12 @@ static char *special(const char *mode, size_t len)
         return p == MAP_FAILED ? NULL : p;
     }
     if (!strcmp(mode, "filemap")) {
-        char path[] = "/tmp/ag_unregistrable.XXXXXX";
-        int fd = mkstemp(path);
-        if (fd < 0 || ftruncate(fd, (off_t)len) != 0)
-            return NULL;
-        unlink(path);
-        char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-        close(fd);
+        int fd = open("/proc/self/exe", O_RDONLY);
+        off_t end = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+        char *p = end < (off_t)len ? MAP_FAILED
+                  : mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+        if (fd >= 0)
+            close(fd);
         return p == MAP_FAILED ? NULL : p;
     }
     return malloc(len); /* "cap": ordinary memory */
@@ -53,9 +58,11 @@ int main(int argc, char **argv)
     size_t len = (size_t)size * BLOCK;
     /* mode "cap": rank 1's window takes most of the registration cap */
     MPI_Aint wsize = !strcmp(mode, "cap") && rank == 1 ? 15 * BLOCK : 0; /* 240 of 256 KiB */
-    void *wmem;
+    void *wmem = NULL;
     MPI_Win win;
-    MPI_Win_allocate(wsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &wmem, &win);
+    if (wsize && posix_memalign(&wmem, 4096, (size_t)wsize))
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Win_create(wmem, wsize, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     char *recv = rank == 1 ? special(mode, len) : malloc(len);
     int have = recv != NULL, all_have;
     MPI_Allreduce(&have, &all_have, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
@@ -79,6 +86,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < size; i++)
             printf("ag_unregistrable %s: rank %d gathered %016lx\n", mode, i, hs[i]);
     MPI_Win_free(&win);
+    free(wmem);
     MPI_Finalize();
     return 0;
 }

@@ -5,7 +5,11 @@
  * one reused receive buffer and a fresh one per call, MPI_COMM_WORLD, a
  * split and a duplicated communicator, communicators freed after use, and
  * an intercommunicator (which hotbuf leaves to MPI: each group gathers the
- * other group's blocks).
+ * other group's blocks), and single-rank communicators (MPI_COMM_SELF and
+ * a split: MPI's, counted "single_rank").  Argument "mix": also 30 calls
+ * whose sizes alternate, so that with HOTBUF_AG_RING < HOTBUF_AG_ZCOPY
+ * recursive doubling, the copy-based ring and the zero-copy ring follow
+ * one another on one communicator.
  * Prints "allgather_check: N checks, M mismatches"; exits 1 on a mismatch. */
 #include <mpi.h>
 #include <stdio.h>
@@ -106,6 +110,31 @@ static void derived(MPI_Comm comm, int n)
 
 static int quick; /* argument "quick": sizes up to 64 KiB + 1, fewer repetitions */
 
+/* Sizes in turn: small, medium, large, again (see "mix" above). */
+static void mixed(MPI_Comm comm)
+{
+    static const int bytes[] = {64, 4096, 1000, 8192, 40000, 3};
+    int size;
+    MPI_Comm_size(comm, &size);
+    unsigned char *reused = malloc(40000 * (size_t)size);
+    for (int it = 0; it < 30; it++)
+        contiguous(comm, MPI_BYTE, bytes[it % 6], 0, 0, 1, &reused);
+    free(reused);
+}
+
+/* One rank per communicator: each calls twice on MPI_COMM_SELF and on a
+ * split of its own. */
+__attribute__((noinline)) static void single(int rank)
+{
+    MPI_Comm alone;
+    MPI_Comm_split(MPI_COMM_WORLD, rank, 0, &alone);
+    unsigned char *reused = malloc(4096);
+    contiguous(MPI_COMM_SELF, MPI_BYTE, 4096, 0, 0, 2, &reused);
+    contiguous(alone, MPI_BYTE, 4096, 0, 0, 2, &reused);
+    free(reused);
+    MPI_Comm_free(&alone);
+}
+
 static void all_sizes(MPI_Comm comm)
 {
     static const int bytes[] = {1, 3, 64, 1000, 4096, 8191, 8192, 8193, 65536, 65537, 262144};
@@ -160,8 +189,15 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    quick = argc > 1 && !strcmp(argv[1], "quick");
+    int mix = 0;
+    for (int i = 1; i < argc; i++) {
+        quick |= !strcmp(argv[i], "quick");
+        mix |= !strcmp(argv[i], "mix");
+    }
     all_sizes(MPI_COMM_WORLD);
+    if (mix)
+        mixed(MPI_COMM_WORLD);
+    single(rank);
     for (int round = 0; round < 2; round++) { /* communicators made and freed */
         MPI_Comm half, dup;
         MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);

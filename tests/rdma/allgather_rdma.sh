@@ -6,7 +6,8 @@
 # buffers and several communicators (one an intercommunicator, which must
 # stay on MPI), at 2, 3, 4 and 8 ranks (the comparison
 # inside one run is the "with and without hotbuf" one: a separate plain run
-# would only add guest time); the report must show which algorithms ran.
+# would only add guest time); the report must show which algorithms ran,
+# and single-rank communicators counted as such.
 # MPI itself stays on shared memory; hotbuf uses rxe0 (HOTBUF_INTRANODE=1).
 # MPICH busy-polls: it runs at 2 ranks here.
 # Prints PASS/FAIL lines.
@@ -40,6 +41,15 @@ need(len(inter) == 1 and inter[0]["calls"] == 3 * n and inter[0]["rerouted_calls
      "intercommunicator site: want %d calls, %d bytes, none rerouted; got %s" % (
          3 * n, 3 * 4096 * 2 * even * odd,
          [(s["calls"], s["bytes"], s["rerouted_calls"]) for s in inter]))
+# single(): MPI_COMM_SELF and a split of one rank, per rank; and main()'s
+# two rounds of halves (rank % 2) where a half has one rank
+if mode != "off":
+    alone = (even if even == 1 else 0) + (odd if odd == 1 else 0)
+    need(ag["comms_pmpi"]["single_rank"] == 2 * n + 2 * alone,
+         "single-rank communicators: want %d, got %s" % (2 * n + 2 * alone, ag["comms_pmpi"]))
+if mode == "mix": # HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
+    need(alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and alg["ring_zcopy"] > 0,
+         "algorithms not mixed: %s" % alg)
 if mode == "on":
     need(cls["rerouted_calls"] > 0, "nothing rerouted")
     pow2 = n & (n - 1) == 0
@@ -50,7 +60,7 @@ if mode == "on":
     need(alg["ring_zcopy"] > 0, "ring zero-copy not used")
     need(ag["comms_rdma"] > 0, "no communicator served")
     need(ag["comms_pmpi"]["intercomm"] > 0, "intercommunicator not left to MPI")
-else:
+elif mode != "mix":
     need(cls["rerouted_calls"] == 0, "rerouted although " + mode)
     if mode == "intranode":
         need(ag["comms_pmpi"]["intranode"] > 0, "intranode reason not counted")
@@ -66,6 +76,7 @@ run() {
     local envs=(HOTBUF_REPORT=both HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$work/$name)
     case $mode in
         on) envs+=(HOTBUF_INTRANODE=1) ;;
+        mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
     local prog=(build/$flavour/tests/allgather_check $ARGS) cmd=() arg
@@ -93,6 +104,12 @@ ARGS=quick # blocks up to 64 KiB + 1: 3 and 8 ranks on 2 emulated CPUs are slow
 for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
+# Copy-based recursive doubling, copy-based ring and zero-copy ring in
+# turn on 4 ranks (HOTBUF_AG_RING below HOTBUF_AG_ZCOPY): each flag has
+# one writer (tests/model/ag_flags.py).
+ARGS="quick mix"
+run openmpi_np4_mix mix 4 mpiexec.openmpi --oversubscribe -n 4
+ARGS=quick
 run openmpi_np2_off off 2 mpiexec.openmpi -n 2
 # Ranks launched with different thresholds (MPMD) must still agree on the
 # path of every call: all take the smallest values, rank 0 says so.

@@ -844,10 +844,12 @@ static void test_merge(void)
     CHECK(HAS(json, "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
                     "\"connecting\": 3, "));
     CHECK(HAS(json, "\"allgather\": {\"comms\": 3, \"comms_rdma\": 2, \"comms_pmpi\": "
-                    "{\"intercomm\": 0, \"no_rdma\": 1, \"intranode\": 0, \"unreachable\": 0, "
+                    "{\"intercomm\": 0, \"no_rdma\": 1, \"single_rank\": 0, "
+                    "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
                     "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
                     "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
-                    "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2}}"));
+                    "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
+                    "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}}"));
     free(json);
 
     /* a value set by the user is starred in the text, not default in the JSON */
