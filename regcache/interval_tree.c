@@ -198,19 +198,15 @@ static struct hb_itree_node *find_end_reaching(struct hb_itree_node *n,
 struct hb_itree_node *hb_itree_find_covering(const struct hb_itree *tree,
                                              uintptr_t start, uintptr_t end)
 {
-    struct hb_itree_node *n = tree->root;
-
-    while (n) {
-        if (n->start > start) {
+    for (struct hb_itree_node *n = tree->root; n;) {
+        if (n->start > start)
             n = n->left; /* n and its right subtree all start too late */
-            continue;
-        }
-        if (n->end >= end)
+        else if (n->end >= end)
             return n;
-        /* Everything in n->left starts <= n->start <= start. */
-        if (n->left && n->left->max_end >= end)
-            return find_end_reaching(n->left, end);
-        n = n->right;
+        else if (n->left && n->left->max_end >= end)
+            return find_end_reaching(n->left, end); /* all start <= start */
+        else
+            n = n->right;
     }
     return NULL;
 }

@@ -100,11 +100,11 @@ static void summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
         return;
     struct hb_transport_mem m;
     hb_transport_get_mem(r->tr, &m);
-    s->up = 1;
-    s->peers_connected = m.peers_connected;
-    s->peers_failed = m.peers_failed;
-    s->transport_bytes = m.total_bytes;
-    s->per_peer_bytes = m.per_peer_bytes;
+    *s = (struct hb_rdma_summary){
+        .up = 1, .peers_connected = m.peers_connected,
+        .peers_failed = m.peers_failed, .transport_bytes = m.total_bytes,
+        .per_peer_bytes = m.per_peer_bytes,
+    };
     if (r->cache) {
         struct hb_regcache_stats cs;
         hb_regcache_stats(r->cache, &cs);

@@ -39,10 +39,14 @@
 #define HB_REPORT_ENUM(e, name) e,
 #define HB_REPORT_NAME(e, name) name,
 
+/* Buffer counts a class and a call site both report, summed over ranks. */
+#define HB_BUFFER_SUMS(_) _(buffers) _(hot_buffers)
+
 struct hb_class_summary {
-    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls, zero_calls, proc_null_calls;
-    uint64_t rerouted_calls;  /* moved by hotbuf's own RDMA instead of MPI */
-    uint64_t buffers, hot_buffers, max_reuse;
+    HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
+    uint64_t zero_calls, proc_null_calls;
+    HB_BUFFER_SUMS(HB_COUNTER_FIELD)
+    uint64_t max_reuse;
     uint64_t top_size[HB_TOP_SIZES], top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
     uint64_t distinct_sizes;   /* counted exactly (merged: the most on a rank) */
     uint64_t other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
@@ -67,10 +71,10 @@ struct hb_site_buffer {
 struct hb_site_summary {
     char name[HB_NAME_LEN];
     uint32_t op, ranks;               /* ranks: how many ranks have this site */
-    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+    HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
     uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL: no buffer */
-    uint64_t rerouted_calls;          /* moved by hotbuf's own RDMA */
-    uint64_t buffers, hot_buffers, max_reuse;
+    HB_BUFFER_SUMS(HB_COUNTER_FIELD)
+    uint64_t max_reuse;
     double saving_ns;
     uint32_t ntop, pad;
     struct hb_site_buffer top[HB_TOP_BUFFERS]; /* by uses, descending */

@@ -79,16 +79,11 @@ static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel 
                           struct hb_rank_summary *rs)
 {
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
-        const struct hb_class_stats *s = &t->cls[op];
-        struct hb_class_summary *c = &rs->cls[op];
-        c->calls = s->calls;
-        c->bytes = s->bytes;
-        c->reuse_calls = s->reuse_calls;
-        c->hot_calls = s->hot_calls;
-        c->untracked_calls = s->untracked_calls;
+        const struct hb_class_stats *s = &t->cls[op], *from = s;
+        struct hb_class_summary *c = &rs->cls[op], *to = c;
+        HB_CALL_COUNTERS(HB_COUNTER_COPY)
         c->zero_calls = s->zero_calls;
         c->proc_null_calls = s->proc_null_calls;
-        c->rerouted_calls = s->rerouted_calls;
         c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) * cm->lookup_ns;
         c->saving_ns = t->saving_ns[op]; /* closed runs; visit_entry adds open ones */
     }
@@ -134,13 +129,10 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
         *a = agg[ids[i]];
         a->op = s->op;
         a->ranks = 1;
-        a->calls = s->calls;
-        a->bytes = s->bytes;
-        a->reuse_calls = s->reuse_calls;
-        a->hot_calls = s->hot_calls;
-        a->untracked_calls = s->untracked_calls;
+        const struct hb_site *from = s;
+        struct hb_site_summary *to = a;
+        HB_CALL_COUNTERS(HB_COUNTER_COPY)
         a->empty_calls = s->empty_calls;
-        a->rerouted_calls = s->rerouted_calls;
         a->saving_ns += s->saving_ns; /* open runs were added by visit_entry */
         if (ids[i] == HB_SITE_OTHER)
             snprintf(a->name, HB_NAME_LEN, "<other call sites>");

@@ -21,25 +21,23 @@ double hb_site_reuse_pct(const struct hb_site_summary *s)
     return named ? 100.0 * (double)s->reuse_calls / (double)named : 0.0;
 }
 
+static uint64_t max_u64(uint64_t a, uint64_t b)
+{
+    return a > b ? a : b;
+}
+
 static void add_counters(struct hb_class_summary *to, const struct hb_class_summary *c)
 {
-    to->calls += c->calls;
-    to->bytes += c->bytes;
-    to->reuse_calls += c->reuse_calls;
-    to->hot_calls += c->hot_calls;
-    to->untracked_calls += c->untracked_calls;
+    const struct hb_class_summary *from = c;
+    HB_CALL_COUNTERS(HB_COUNTER_ADD)
+    HB_BUFFER_SUMS(HB_COUNTER_ADD)
     to->zero_calls += c->zero_calls;
     to->proc_null_calls += c->proc_null_calls;
-    to->rerouted_calls += c->rerouted_calls;
-    to->buffers += c->buffers;
-    to->hot_buffers += c->hot_buffers;
+    to->other_size_calls += c->other_size_calls;
     to->saving_ns += c->saving_ns;
     to->lookup_ns += c->lookup_ns;
-    to->other_size_calls += c->other_size_calls;
-    if (c->distinct_sizes > to->distinct_sizes)
-        to->distinct_sizes = c->distinct_sizes;
-    if (c->max_reuse > to->max_reuse)
-        to->max_reuse = c->max_reuse;
+    to->distinct_sizes = max_u64(to->distinct_sizes, c->distinct_sizes);
+    to->max_reuse = max_u64(to->max_reuse, c->max_reuse);
 }
 
 /* Adds (size, calls) to a top list kept sorted by calls, then size (as
@@ -139,19 +137,13 @@ static int cmp_site_calls(const void *a, const void *b)
 static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *s,
                       size_t max_buffers)
 {
+    const struct hb_site_summary *from = s;
     to->ranks += s->ranks;
-    to->calls += s->calls;
-    to->bytes += s->bytes;
-    to->reuse_calls += s->reuse_calls;
-    to->hot_calls += s->hot_calls;
-    to->untracked_calls += s->untracked_calls;
+    to->max_reuse = max_u64(to->max_reuse, s->max_reuse);
+    HB_CALL_COUNTERS(HB_COUNTER_ADD)
+    HB_BUFFER_SUMS(HB_COUNTER_ADD)
     to->empty_calls += s->empty_calls;
-    to->rerouted_calls += s->rerouted_calls;
-    to->buffers += s->buffers;
-    to->hot_buffers += s->hot_buffers;
     to->saving_ns += s->saving_ns;
-    if (s->max_reuse > to->max_reuse)
-        to->max_reuse = s->max_reuse;
     for (uint32_t i = 0; i < s->ntop; i++)
         hb_top_buffers_insert(to->top, &to->ntop, max_buffers, &s->top[i]);
 }

@@ -199,14 +199,30 @@ static void text_cost(FILE *out, const struct hb_report_context *ctx)
     fprintf(out, " saving = copies avoided x C - registrations x R\n");
 }
 
+/* Variable i of the configuration: its name, its value as text in v,
+ * and whether it has its default. */
+struct config_entry {
+    const char *name;
+    char v[256];
+    int is_default;
+};
+
+static void config_entry(const struct hb_report_context *ctx, size_t i,
+                         struct config_entry *e)
+{
+    e->name = hb_var_table[i].name;
+    hb_config_format(ctx->cfg, &hb_var_table[i], e->v, sizeof(e->v));
+    e->is_default = hb_config_is_default(ctx->cfg, &hb_var_table[i]);
+}
+
 static void text_config(FILE *out, const struct hb_report_context *ctx)
 {
+    struct config_entry e;
     fprintf(out, "configuration (* = set by the user):");
     for (size_t i = 0; i < hb_var_count; i++) {
-        char v[256];
-        hb_config_format(ctx->cfg, &hb_var_table[i], v, sizeof(v));
-        fprintf(out, "%s %s=%s%s", i % 4 ? "" : "\n ", hb_var_table[i].name, v,
-                hb_config_is_default(ctx->cfg, &hb_var_table[i]) ? "" : "*");
+        config_entry(ctx, i, &e);
+        fprintf(out, "%s %s=%s%s", i % 4 ? "" : "\n ", e.name, e.v,
+                e.is_default ? "" : "*");
     }
     fprintf(out, "\n");
     for (int i = 0; i < ctx->nnotes; i++)
@@ -338,14 +354,13 @@ static void json_cost(FILE *out, const struct hb_report_context *ctx)
 
 static void json_config(FILE *out, const struct hb_report_context *ctx)
 {
+    struct config_entry e;
     fprintf(out, "{");
     for (size_t i = 0; i < hb_var_count; i++) {
-        char v[256];
-        hb_config_format(ctx->cfg, &hb_var_table[i], v, sizeof(v));
-        fprintf(out, "%s\"%s\": {\"value\": ", i ? ", " : "", hb_var_table[i].name);
-        hb_report_json_string(out, v);
-        fprintf(out, ", \"default\": %s}",
-                hb_config_is_default(ctx->cfg, &hb_var_table[i]) ? "true" : "false");
+        config_entry(ctx, i, &e);
+        fprintf(out, "%s\"%s\": {\"value\": ", i ? ", " : "", e.name);
+        hb_report_json_string(out, e.v);
+        fprintf(out, ", \"default\": %s}", e.is_default ? "true" : "false");
     }
     fprintf(out, "}");
 }

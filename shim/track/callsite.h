@@ -12,6 +12,8 @@
 
 #include <stdint.h>
 
+#include "ops.h"
+
 #include "util/hash.h"
 
 #define HB_MAX_DEPTH 8
@@ -22,9 +24,8 @@ struct hb_site {
     uintptr_t frames[HB_MAX_DEPTH];   /* frames[0] = the MPI call's return address */
     uint8_t depth;
     uint8_t op;                       /* operation class of its first call */
-    uint64_t calls, bytes, reuse_calls, hot_calls, untracked_calls;
+    HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
     uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL */
-    uint64_t rerouted_calls;          /* moved by hotbuf's own RDMA */
     double saving_ns;                 /* of the buffers first used here, closed
                                          runs and registrations (tracker.h) */
 };
