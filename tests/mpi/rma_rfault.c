@@ -7,6 +7,7 @@
  * which must not change what arrives.  Prints the wrong elements. */
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define N 1024 /* 4 KiB: within HOTBUF_EAGER_LIMIT */
@@ -14,14 +15,18 @@
 
 int main(int argc, char **argv)
 {
-    int rank, size, *mem, bad = 0;
+    int rank, size, *mem = NULL, bad = 0;
     static int buf[N], put[N];
     MPI_Win win;
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    MPI_Win_allocate(N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &mem,
-                     &win);
+    /* MPI_Win_create on heap memory: MPI cannot map it into the other
+     * process, so its own Get needs the target's progress (Win_allocate
+     * would give MPICH a shared-memory window that completes at once) */
+    if (posix_memalign((void **)&mem, 4096, N * sizeof(int)))
+        MPI_Abort(MPI_COMM_WORLD, 1);
+    MPI_Win_create(mem, N * sizeof(int), sizeof(int), MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     /* warm-up: fence epochs both ways, so that hotbuf connects the ranks
      * (a rank asleep or in a barrier does not answer a connection) */
     static int warm[N];
@@ -64,6 +69,7 @@ int main(int argc, char **argv)
     if (rank == 0)
         printf("rma_rfault: wrong elements %d\n", all);
     MPI_Win_free(&win);
+    free(mem);
     MPI_Finalize();
     return 0;
 }

@@ -72,6 +72,7 @@ for mpi in openmpi mpich; do
 done
 # one process per job: the parent spawns one child
 for mpi in openmpi mpich; do
-    NP=1 pair $mpi spawn_merge
+    # Open MPI: the two jobs reach each other over TCP (vader is per job)
+    OMPI_MCA_btl=self,vader,tcp NP=1 pair $mpi spawn_merge
     json $mpi spawn_merge "" 'r["rma"]["windows_pmpi"]["multiple_worlds"] > 0 and r["rma"]["windows_rdma"] == 0'
 done

@@ -68,6 +68,7 @@ fi
 # Rget/Rput requests must complete only with the operation redone on MPI (the buffers are checked right after
 # MPI_Wait), with both MPIs.
 prog=rma_rfault
+export OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm # Open MPI 4.1's osc for Win_create
 for mpi in openmpi mpich; do
     timeout 120 mpiexec.$mpi -n 2 build/$mpi/tests/$prog >"$work/rf_$mpi.plain" 2>&1
     HOTBUF_TEST_RMA_FAIL=3 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT=json \
