@@ -31,12 +31,23 @@
 #include "rma.h"
 #include "rma_int.h"
 
-static int pscw_token_in(struct hb_win *w, int target)
+/* A token in: the target's registration as of its post replaces what
+ * this rank knew (it may have been renewed since the last fence). */
+static void token_taken(struct hb_win *w, int target)
+{
+    w->targets[target].rkey = w->tokbuf[target].rkey;
+    w->targets[target].ok = w->tokbuf[target].ok;
+    w->pscw[target] = HB_PSCW_POSTED;
+}
+
+int hb_rma_pscw_token_in(struct hb_win *w, int target)
 {
     int flag = 0;
     if (w->pscw[target] == HB_PSCW_WAITING &&
-        PMPI_Test(&w->tokens[target], &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && flag)
-        w->pscw[target] = HB_PSCW_POSTED;
+        PMPI_Test(&w->tokens[target], &flag, MPI_STATUS_IGNORE) ==
+            MPI_SUCCESS &&
+        flag)
+        token_taken(w, target);
     return w->pscw[target] == HB_PSCW_POSTED;
 }
 
@@ -50,7 +61,7 @@ int hb_rma_epoch_allows(struct hb_win *w, int target)
         return 0;
     }
     if (w->nstart)
-        return pscw_token_in(w, target) ? 0 : HB_RMA_EPOCH;
+        return hb_rma_pscw_token_in(w, target) ? 0 : HB_RMA_EPOCH;
     return w->fence_open ? 0 : HB_RMA_EPOCH;
 }
 
@@ -67,14 +78,41 @@ void hb_rma_before_sync(MPI_Win win, int target)
     hb_nested--;
 }
 
+/* A fence that opens an epoch: every rank checks its registration, they
+ * agree whether any changed, and if so all records are sent again, all
+ * before any rank returns to make its next access (see rma.h).  The
+ * agreement doubles as the barrier a MPI_MODE_NOPRECEDE fence lacks.
+ * NOSUCCEED is given by all ranks or none: the same ranks take part. */
 void hb_rma_after_fence(MPI_Win win, int assert)
 {
     struct hb_win *w = hb_rma_find(win);
+    struct hb_region *old = NULL;
     if (!w)
         return;
     w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
-    if ((assert & MPI_MODE_NOPRECEDE) && w->fence_open && w->any_rdma)
-        PMPI_Barrier(w->comm);
+    if (!w->fence_open || !w->any_rdma)
+        return;
+    hb_nested++;
+    hb_rma_win_renew(w, &old);
+    if (hb_rma_win_agree(w, w->dirty))
+        hb_rma_win_republish(w);
+    w->dirty = 0;
+    hb_rma_win_release(old); /* no origin holds its rkey any more */
+    hb_nested--;
+}
+
+/* Passive target: no call all ranks pass.  A rank renews its own
+ * registration at its lock calls and lets the old one go at once: an
+ * origin that still uses the old rkey gets a remote access error (redone
+ * on PMPI) instead of writing into pages the target no longer sees.  The
+ * new one reaches the origins at the next fence or post (rma.h). */
+static void renew_now(struct hb_win *w)
+{
+    struct hb_region *old = NULL;
+    hb_nested++;
+    if (hb_rma_win_renew(w, &old))
+        hb_rma_win_release(old);
+    hb_nested--;
 }
 
 void hb_rma_after_lock(MPI_Win win, int target, int assert)
@@ -82,6 +120,7 @@ void hb_rma_after_lock(MPI_Win win, int target, int assert)
     struct hb_win *w = hb_rma_find(win);
     if (!w)
         return;
+    renew_now(w);
     uint8_t state = (assert & MPI_MODE_NOCHECK) ? HB_LOCKED : HB_LOCKED_UNPROBED;
     if (!w->lock)
         return;
@@ -96,6 +135,7 @@ void hb_rma_after_unlock(MPI_Win win, int target)
     struct hb_win *w = hb_rma_find(win);
     if (!w || !w->lock)
         return;
+    renew_now(w);
     if (target >= 0 && target < w->size)
         w->lock[target] = HB_UNLOCKED;
     else if (target < 0)
@@ -106,31 +146,37 @@ void hb_rma_after_unlock(MPI_Win win, int target)
  * w->scratch[n..2n) (MPI_UNDEFINED for a rank outside it). */
 static int *group_ranks(const struct hb_win *w, MPI_Group group, int *n)
 {
-    MPI_Group wg;
     *n = 0;
-    if (PMPI_Group_size(group, n) != MPI_SUCCESS || *n <= 0 || *n > w->size ||
-        PMPI_Comm_group(w->comm, &wg) != MPI_SUCCESS)
+    if (PMPI_Group_size(group, n) != MPI_SUCCESS || *n <= 0 || *n > w->size)
         return NULL;
     for (int i = 0; i < *n; i++)
         w->scratch[i] = i;
-    PMPI_Group_translate_ranks(group, *n, w->scratch, wg, w->scratch + *n);
-    PMPI_Group_free(&wg);
+    PMPI_Group_translate_ranks(group, *n, w->scratch, w->group,
+                               w->scratch + *n);
     return w->scratch + *n;
 }
 
-/* Tokens go only to origins that route: the others would never take them. */
+/* Tokens go only to origins that route: the others would never take them.
+ * Each carries this rank's registration, renewed first if the memory
+ * changed: the origins of this epoch learn it before their first access
+ * (the others at the next fence, or from their next token).  The old one
+ * goes at once: the previous exposure epoch is over (MPI_Win_wait or a
+ * fence ended it). */
 void hb_rma_after_post(MPI_Win win, MPI_Group group)
 {
     struct hb_win *w = hb_rma_find(win);
     int n;
-    if (!w || !w->any_rdma || !w->scratch)
+    if (!w || !w->any_rdma)
         return;
+    renew_now(w);
     const int *ranks = group_ranks(w, group, &n);
     for (int i = 0; ranks && i < n; i++) {
         MPI_Request req;
-        if (ranks[i] == MPI_UNDEFINED || !w->targets[ranks[i]].rdma)
+        int r = ranks[i];
+        if (r == MPI_UNDEFINED || !w->targets[r].rdma)
             continue;
-        PMPI_Isend(NULL, 0, MPI_BYTE, ranks[i], HB_RMA_TOKEN_TAG, w->comm, &req);
+        PMPI_Isend(&w->mytoken, 2, MPI_UINT32_T, w->targets[r].world,
+                   w->tag + HB_RMA_TAG_TOKEN, hb_rma.ctx->comm, &req);
         PMPI_Request_free(&req);
         hb_rma.stats.pscw_tokens++;
     }
@@ -147,7 +193,8 @@ void hb_rma_after_start(MPI_Win win, MPI_Group group)
         int r = ranks[i];
         if (r == MPI_UNDEFINED || w->pscw[r] != HB_PSCW_NONE)
             continue;
-        PMPI_Irecv(NULL, 0, MPI_BYTE, r, HB_RMA_TOKEN_TAG, w->comm, &w->tokens[r]);
+        PMPI_Irecv(&w->tokbuf[r], 2, MPI_UINT32_T, w->targets[r].world,
+                   w->tag + HB_RMA_TAG_TOKEN, hb_rma.ctx->comm, &w->tokens[r]);
         w->pscw[r] = HB_PSCW_WAITING;
         w->nstart++;
     }
@@ -162,8 +209,9 @@ void hb_rma_before_complete(MPI_Win win)
         return;
     hb_rma_before_sync(win, -1);
     for (int r = 0; w->nstart && r < w->size; r++) {
-        if (w->pscw[r] == HB_PSCW_WAITING)
-            PMPI_Wait(&w->tokens[r], MPI_STATUS_IGNORE);
+        if (w->pscw[r] == HB_PSCW_WAITING &&
+            PMPI_Wait(&w->tokens[r], MPI_STATUS_IGNORE) == MPI_SUCCESS)
+            token_taken(w, r); /* keep the freshest registration */
         w->pscw[r] = HB_PSCW_NONE;
     }
     w->nstart = 0;

@@ -22,8 +22,9 @@ int hb_rma_remember(struct hb_win *w, const struct hb_rma_pending *p)
     return 0;
 }
 
-/* The peer failed before the operation was known complete: do it again on
- * PMPI, still inside the epoch (the closing PMPI call completes it). */
+/* The peer failed before the operation was known complete (or the test
+ * fault said so): do it again on PMPI, still inside the epoch (the
+ * closing PMPI call completes it). */
 static void reissue(struct hb_rma *m, const struct hb_win *w, const struct hb_rma_pending *p)
 {
     if (p->is_get)
@@ -45,7 +46,8 @@ void hb_rma_complete(struct hb_rma *m, struct hb_win *w, int target)
             w->pend[keep++] = *p;
             continue;
         }
-        if (hb_transport_wait(t, &p->op, hb_progress_yield, NULL) != HB_TR_OK)
+        if (p->failed ||
+            hb_transport_wait(t, &p->op, hb_progress_yield, NULL) != HB_TR_OK)
             reissue(m, w, p);
         hb_regcache_put(m->ctx->rdma->cache, p->region);
     }

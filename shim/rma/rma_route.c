@@ -39,7 +39,7 @@ static int pmpi_call(const struct rma_call *c)
 
 /* 0 and *raddr when the operation fits the target's registered window;
  * else why not. */
-static int check_target(const struct hb_win *w, const struct rma_call *c, uint64_t bytes,
+static int check_target(struct hb_win *w, const struct rma_call *c, uint64_t bytes,
                         uint64_t *raddr)
 {
     if (c->target == w->rank)
@@ -49,6 +49,8 @@ static int check_target(const struct hb_win *w, const struct rma_call *c, uint64
     uint64_t tbytes = hb_dt_contiguous_bytes(c->tcount, c->ttype);
     if (!tbytes || tbytes != bytes)
         return HB_RMA_DATATYPE;
+    if (w->nstart) /* a token in may bring a renewed registration */
+        hb_rma_pscw_token_in(w, c->target);
     const struct hb_rma_target *t = &w->targets[c->target];
     if (!t->ok)
         return HB_RMA_WINDOW;
@@ -77,6 +79,14 @@ static int connection(const struct hb_win *w, int target)
     }
 }
 
+/* The test-only fault (HOTBUF_TEST_RMA_FAIL, see rma_win.c): is this
+ * operation the one to report failed without posting it? */
+static int inject_fault(void)
+{
+    hb_rma.nposted++;
+    return hb_rma.fail_every && hb_rma.nposted % hb_rma.fail_every == 0;
+}
+
 static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
                 uint64_t bytes, uint64_t raddr, struct hb_tr_op *op)
 {
@@ -98,17 +108,18 @@ static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *re
 }
 
 static int remember(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
-                    const struct hb_tr_op *op)
+                    const struct hb_tr_op *op, int failed)
 {
     struct hb_rma_pending p = {
-        .target = c->target, .is_get = c->is_get, .op = *op, .region = reg, .obuf = c->obuf,
+        .target = c->target, .is_get = c->is_get, .failed = failed, .op = *op,
+        .region = reg, .obuf = c->obuf,
         .ocount = c->ocount, .tcount = c->tcount, .otype = c->otype, .ttype = c->ttype,
         .tdisp = c->tdisp};
     return hb_rma_remember(w, &p);
 }
 
-/* Rput/Rget: the RDMA is complete before the call returns, so the request
- * handed back is a generalized request already complete. */
+/* Rput/Rget whose RDMA completed: the request handed back is a
+ * generalized request, complete already. */
 static int greq_query(void *state, MPI_Status *st)
 {
     (void)state;
@@ -121,11 +132,38 @@ static int greq_query(void *state, MPI_Status *st)
 static int greq_free(void *state) { (void)state; return MPI_SUCCESS; }
 static int greq_cancel(void *state, int complete) { (void)state; (void)complete; return MPI_SUCCESS; }
 
-static int complete_request(struct hb_win *w, const struct rma_call *c)
+static int completed_request(MPI_Request *req)
 {
-    hb_rma_complete(&hb_rma, w, c->target);
-    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, c->req);
-    return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*c->req) : rc;
+    int rc = PMPI_Grequest_start(greq_query, greq_free, greq_cancel, NULL, req);
+    return rc == MPI_SUCCESS ? PMPI_Grequest_complete(*req) : rc;
+}
+
+/* Rput/Rget: this operation is waited for here, alone.  Done: a completed
+ * request.  Failed: it is redone as PMPI_Rput/Rget and the application
+ * gets MPI's own request, complete exactly when the redone operation is
+ * (never before: the origin buffer is not yet read or written). */
+static int finish_request(const struct rma_call *c, struct hb_region *reg,
+                          struct hb_tr_op *op, int failed)
+{
+    struct hb_rdma *rdma = hb_rma.ctx->rdma;
+    if (!failed)
+        failed = hb_transport_wait(rdma->tr, op, hb_progress_yield, NULL) !=
+                 HB_TR_OK;
+    hb_regcache_put(rdma->cache, reg);
+    if (!failed)
+        return completed_request(c->req);
+    hb_rma.stats.reissued++;
+    return pmpi_call(c);
+}
+
+/* Posts the operation, or (test fault) pretends it failed: *failed. */
+static int post_or_fail(struct hb_win *w, const struct rma_call *c,
+                        struct hb_region *reg, uint64_t bytes, uint64_t raddr,
+                        struct hb_tr_op *op, int *failed)
+{
+    memset(op, 0, sizeof(*op));
+    *failed = inject_fault();
+    return *failed ? 0 : post(w, c, reg, bytes, raddr, op);
 }
 
 /* 0 if the operation went out on hotbuf's RDMA (*rc is the MPI result),
@@ -137,7 +175,7 @@ static int try_rdma(const struct rma_call *c, int *rc)
     struct hb_region *reg = NULL;
     struct hb_rdma *rdma = hb_rma.ctx->rdma;
     struct hb_tr_op op;
-    int why;
+    int why, failed;
     if (!w || !w->rdma)
         return HB_RMA_WINDOW;
     if (!bytes)
@@ -147,18 +185,25 @@ static int try_rdma(const struct rma_call *c, int *rc)
         return why;
     if (hb_rdma_register(rdma, c->obuf, bytes, &reg))
         return HB_RMA_REGISTRATION;
-    if ((why = post(w, c, reg, bytes, raddr, &op))) {
+    if ((why = post_or_fail(w, c, reg, bytes, raddr, &op, &failed))) {
         hb_regcache_put(rdma->cache, reg);
         return why;
     }
-    if (remember(w, c, reg, &op)) { /* no memory to track it: finish it now */
-        hb_transport_wait(rdma->tr, &op, NULL, NULL);
-        hb_regcache_put(rdma->cache, reg);
-        return HB_RMA_BUSY; /* may already be done; repeating it on PMPI is harmless */
-    }
     hb_rma.stats.ops_rdma++;
     hb_rma.stats.bytes_rdma += bytes;
-    *rc = c->req ? complete_request(w, c) : MPI_SUCCESS;
+    if (c->req) {
+        *rc = finish_request(c, reg, &op, failed);
+        return 0;
+    }
+    if (remember(w, c, reg, &op, failed)) { /* no memory to track it: finish it now */
+        if (!failed)
+            hb_transport_wait(rdma->tr, &op, NULL, NULL);
+        hb_regcache_put(rdma->cache, reg);
+        hb_rma.stats.ops_rdma--;
+        hb_rma.stats.bytes_rdma -= bytes;
+        return HB_RMA_BUSY; /* may already be done; repeating it on PMPI is harmless */
+    }
+    *rc = MPI_SUCCESS;
     return 0;
 }
 

@@ -22,8 +22,11 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
     hb_report_text_counts(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, op_names);
     fprintf(out, "\n");
     if (m->reissued)
-        fprintf(out, "  %llu RDMA operation(s) redone on PMPI after their peer failed\n",
+        fprintf(out, "  %llu RDMA operation(s) redone on PMPI after a failure\n",
                 (unsigned long long)m->reissued);
+    if (m->republished)
+        fprintf(out, "  %llu window registration(s) renewed after the memory changed\n",
+                (unsigned long long)m->republished);
 }
 
 static void render_json(FILE *out, const void *acc, const struct hb_report *r)
@@ -34,9 +37,10 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
             (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
     hb_report_json_counts(out, m->windows_pmpi, 0, HB_WIN_NREASONS, win_names);
     fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
-                 "\"pscw_tokens\": %llu, \"ops_pmpi\": ",
+                 "\"pscw_tokens\": %llu, \"republished\": %llu, \"ops_pmpi\": ",
             (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
-            (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens);
+            (unsigned long long)m->reissued, (unsigned long long)m->pscw_tokens,
+            (unsigned long long)m->republished);
     hb_report_json_counts(out, m->ops_pmpi, HB_RMA_DATATYPE, HB_RMA_NREASONS, op_names);
     fprintf(out, "}");
 }

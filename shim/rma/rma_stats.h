@@ -13,7 +13,8 @@
     _(HB_WIN_DYNAMIC, "dynamic")    /* Win_create_dynamic: no attach */        \
     _(HB_WIN_INTERCOMM, "intercomm") /* on an intercommunicator */             \
     _(HB_WIN_NO_RDMA, "no_rdma")    /* off: no RDMA, RMA=0, threads */         \
-    _(HB_WIN_REGISTRATION, "registration") /* our window memory unregistered */
+    _(HB_WIN_REGISTRATION, "registration") /* window memory unregistered */ \
+    _(HB_WIN_WORLDS, "multiple_worlds") /* spans more than one COMM_WORLD */
 
 /* Why a hot operation stayed on PMPI (HB_RMA_OK is not a reason:
  * ops_pmpi[0] stays 0). */
@@ -38,6 +39,7 @@ struct hb_rma_summary {
     uint64_t windows, windows_rdma, windows_pmpi[HB_WIN_NREASONS];
     uint64_t ops_rdma, bytes_rdma, ops_pmpi[HB_RMA_NREASONS];
     uint64_t reissued;      /* RDMA operations redone on PMPI (peer failed) */
+    uint64_t republished;   /* window registrations renewed and re-sent */
     uint64_t pscw_tokens;   /* start/post handshakes hotbuf added */
 };
 

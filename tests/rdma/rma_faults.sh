@@ -6,6 +6,8 @@
 #                and named in the report (one line: who, to whom, why)
 #  absent_peer   one rank without RDMA (HOTBUF_DEVICE names no device there):
 #                the others keep RDMA among themselves, never toward it
+#  rfault        Rput/Rget whose RDMA fails (test-only HOTBUF_TEST_RMA_FAIL):
+#                complete only with the operation redone on MPI
 # Prints PASS/FAIL lines.
 set -u
 cd "$(dirname "$0")/../.."
@@ -60,3 +62,26 @@ else
     cat "$r" >>"$work/absent.err" 2>/dev/null
     fail rma/absent_peer "expected identical results with operations toward the rank without RDMA on MPI (exit $rc)" "$work/absent.err"
 fi
+
+# rfault: every 3rd RDMA operation of the one-sided path reports failure
+# (test-only HOTBUF_TEST_RMA_FAIL; Rget and Rput alternate, so both fail);
+# Rget/Rput requests must complete only with the operation redone on MPI (the buffers are checked right after
+# MPI_Wait), with both MPIs.
+prog=rma_rfault
+export OMPI_MCA_osc=sm,ucx UCX_TLS=self,sm # Open MPI 4.1's osc for Win_create
+for mpi in openmpi mpich; do
+    timeout 120 mpiexec.$mpi -n 2 build/$mpi/tests/$prog >"$work/rf_$mpi.plain" 2>&1
+    HOTBUF_TEST_RMA_FAIL=3 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT=json \
+        HOTBUF_REPORT_FILE=$work/rf_$mpi timeout 120 tools/hotbuf-run -- \
+        mpiexec.$mpi -n 2 build/$mpi/tests/$prog >"$work/rf_$mpi.out" 2>"$work/rf_$mpi.err"
+    rc=$?
+    r=$work/rf_$mpi.json
+    if [ $rc = 0 ] && grep -q 'wrong elements 0' "$work/rf_$mpi.plain" &&
+       cmp -s "$work/rf_$mpi.plain" "$work/rf_$mpi.out" &&
+       [ "$(json $r 'r["rma"]["reissued"] > 0 and r["rma"]["ops_rdma"] > r["rma"]["reissued"]')" = True ]; then
+        pass rma/rfault/$mpi
+    else
+        { cat "$work/rf_$mpi.out"; cat "$r"; } >>"$work/rf_$mpi.err" 2>/dev/null
+        fail rma/rfault/$mpi "expected identical results with operations redone on MPI (exit $rc)" "$work/rf_$mpi.err"
+    fi
+done

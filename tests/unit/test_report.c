@@ -840,7 +840,7 @@ static void test_merge(void)
                     "\"no answer to the connection request\"}]"));
     CHECK(HAS(json, "\"rma\": {\"windows\": 3, \"windows_rdma\": 2, \"windows_pmpi\": "
                     "{\"shared\": 1, \"dynamic\": 0, \"intercomm\": 0, \"no_rdma\": 0, "
-                    "\"registration\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
+                    "\"registration\": 0, \"multiple_worlds\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
     CHECK(HAS(json, "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
                     "\"connecting\": 3, "));
     CHECK(HAS(json, "\"allgather\": {\"comms\": 3, \"comms_rdma\": 2, \"comms_pmpi\": "
