@@ -61,11 +61,8 @@ static void stop(const struct hb_ctx *ctx)
 }
 
 const struct hb_subsys hb_ag_subsys = {
-    .name = "allgather",
-    .start = start,
-    .stop = stop,
-    .section = &hb_ag_section,
-    .counters = &ag.stats,
+    .name = "allgather", .start = start, .stop = stop,
+    .section = &hb_ag_section, .counters = &ag.stats,
 };
 
 int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,

@@ -42,9 +42,8 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
 {
     const struct hb_ag_summary *a = acc;
     (void)r;
-    fprintf(out, "{\"comms\": %llu, \"comms_rdma\": %llu, \"comms_pmpi\": ",
-            (unsigned long long)a->comms, (unsigned long long)a->comms_rdma);
-    hb_report_json_counts(out, a->comms_pmpi, 0, HB_AGC_NREASONS, comm_names);
+    hb_report_json_served(out, "comms", a->comms, a->comms_rdma, a->comms_pmpi,
+                          HB_AGC_NREASONS, comm_names);
     fprintf(
         out, ", \"calls_rdma\": %llu, \"bytes_rdma\": %llu, \"algorithms\": ",
         (unsigned long long)a->calls_rdma, (unsigned long long)a->bytes_rdma);
@@ -55,9 +54,6 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
 }
 
 const struct hb_report_section hb_ag_section = {
-    .name = "allgather",
-    .record_size = sizeof(struct hb_ag_summary),
-    .merge = NULL, /* counters: summed */
-    .render_text = render_text,
-    .render_json = render_json,
+    .name = "allgather", .record_size = sizeof(struct hb_ag_summary),
+    .render_text = render_text, .render_json = render_json,
 };

@@ -30,9 +30,6 @@ static void summarize(const struct hb_ctx *ctx, void *rec)
 }
 
 const struct hb_subsys hb_rdma_subsys = {
-    .name = "rdma",
-    .start = start,
-    .stop = stop,
-    .section = &hb_rdma_section,
-    .summarize = summarize,
+    .name = "rdma", .start = start, .stop = stop,
+    .section = &hb_rdma_section, .summarize = summarize,
 };

@@ -75,15 +75,14 @@ void hb_persist_remove(MPI_Request req)
 /* Requests the application never freed. */
 static void stop(const struct hb_ctx *ctx)
 {
-    struct persist_req *p, *tmp;
     (void)ctx;
-    HASH_ITER(hh, persist.requests, p, tmp) {
+    while (persist.requests) {
+        struct persist_req *p = persist.requests;
         HASH_DEL(persist.requests, p);
         free(p);
     }
 }
 
 const struct hb_subsys hb_persist_subsys = {
-    .name = "persist",
-    .stop = stop,
+    .name = "persist", .stop = stop,
 };

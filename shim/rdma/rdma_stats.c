@@ -100,10 +100,7 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
 }
 
 const struct hb_report_section hb_rdma_section = {
-    .name = "rdma",
-    .record_size = sizeof(struct hb_rdma_record),
-    .acc_size = sizeof(struct hb_rdma_report),
-    .merge = merge,
-    .render_text = render_text,
-    .render_json = render_json,
+    .name = "rdma", .record_size = sizeof(struct hb_rdma_record),
+    .acc_size = sizeof(struct hb_rdma_report), .merge = merge,
+    .render_text = render_text, .render_json = render_json,
 };

@@ -209,5 +209,10 @@ void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, un
 /* {"name": N, ...} for counts[first..count). */
 void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
                            const char *const *names);
+/* Opens a subsystem's object with what it serves: {"WHAT": total,
+ * "WHAT_rdma": rdma, "WHAT_pmpi": {reason: count, ...} (the caller adds
+ * its other keys and the closing brace). */
+void hb_report_json_served(FILE *out, const char *what, uint64_t total, uint64_t rdma,
+                           const uint64_t *pmpi, unsigned count, const char *const *names);
 
 #endif

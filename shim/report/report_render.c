@@ -74,6 +74,14 @@ void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, un
     fprintf(out, "}");
 }
 
+void hb_report_json_served(FILE *out, const char *what, uint64_t total, uint64_t rdma,
+                           const uint64_t *pmpi, unsigned count, const char *const *names)
+{
+    fprintf(out, "{\"%s\": %llu, \"%s_rdma\": %llu, \"%s_pmpi\": ", what,
+            (unsigned long long)total, what, (unsigned long long)rdma, what);
+    hb_report_json_counts(out, pmpi, 0, count, names);
+}
+
 static void text_classes(FILE *out, const struct hb_report *r)
 {
     char b1[32], b2[32];

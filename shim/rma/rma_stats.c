@@ -33,9 +33,8 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
 {
     const struct hb_rma_summary *m = acc;
     (void)r;
-    fprintf(out, "{\"windows\": %llu, \"windows_rdma\": %llu, \"windows_pmpi\": ",
-            (unsigned long long)m->windows, (unsigned long long)m->windows_rdma);
-    hb_report_json_counts(out, m->windows_pmpi, 0, HB_WIN_NREASONS, win_names);
+    hb_report_json_served(out, "windows", m->windows, m->windows_rdma, m->windows_pmpi,
+                          HB_WIN_NREASONS, win_names);
     fprintf(out, ", \"ops_rdma\": %llu, \"bytes_rdma\": %llu, \"reissued\": %llu, "
                  "\"pscw_tokens\": %llu, \"republished\": %llu, \"ops_pmpi\": ",
             (unsigned long long)m->ops_rdma, (unsigned long long)m->bytes_rdma,
@@ -46,9 +45,6 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
 }
 
 const struct hb_report_section hb_rma_section = {
-    .name = "rma",
-    .record_size = sizeof(struct hb_rma_summary),
-    .merge = NULL, /* counters: summed */
-    .render_text = render_text,
-    .render_json = render_json,
+    .name = "rma", .record_size = sizeof(struct hb_rma_summary),
+    .render_text = render_text, .render_json = render_json,
 };

@@ -107,11 +107,8 @@ static void stop(const struct hb_ctx *ctx)
 }
 
 const struct hb_subsys hb_rma_subsys = {
-    .name = "rma",
-    .start = start,
-    .stop = stop,
-    .section = &hb_rma_section,
-    .counters = &hb_rma.stats,
+    .name = "rma", .start = start, .stop = stop,
+    .section = &hb_rma_section, .counters = &hb_rma.stats,
 };
 
 void hb_rma_win_unhandled(int reason)
