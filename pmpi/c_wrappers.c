@@ -18,7 +18,8 @@ static int init_thread(int *argc, char ***argv, int required, int *provided)
 {
     static int (*next)(int *, char ***, int, int *);
     if (!next)
-        next = (int (*)(int *, char ***, int, int *))hb_mpi_library_symbol("PMPI_Init_thread");
+        next = (int (*)(int *, char ***, int, int *))hb_mpi_library_symbol(
+            "PMPI_Init_thread");
     int rc = next(argc, argv, required, provided);
     if (rc == MPI_SUCCESS)
         hb_runtime_after_init(*provided);
@@ -47,18 +48,32 @@ static int finalize(void)
     return next();
 }
 
-HB_EXPORT int PMPI_Init(int *argc, char ***argv) { return init(argc, argv); }
-HB_EXPORT int MPI_Init(int *argc, char ***argv) { return init(argc, argv); }
-HB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+HB_EXPORT int PMPI_Init(int *argc, char ***argv)
+{
+    return init(argc, argv);
+}
+HB_EXPORT int MPI_Init(int *argc, char ***argv)
+{
+    return init(argc, argv);
+}
+HB_EXPORT int PMPI_Init_thread(int *argc, char ***argv, int required,
+                               int *provided)
 {
     return init_thread(argc, argv, required, provided);
 }
-HB_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+HB_EXPORT int MPI_Init_thread(int *argc, char ***argv, int required,
+                              int *provided)
 {
     return init_thread(argc, argv, required, provided);
 }
-HB_EXPORT int PMPI_Finalize(void) { return finalize(); }
-HB_EXPORT int MPI_Finalize(void) { return finalize(); }
+HB_EXPORT int PMPI_Finalize(void)
+{
+    return finalize();
+}
+HB_EXPORT int MPI_Finalize(void)
+{
+    return finalize();
+}
 
 HB_EXPORT int MPI_Abort(MPI_Comm comm, int code)
 {

@@ -18,7 +18,8 @@ extern int mpi_fortran_in_place_, mpi_fortran_bottom_;
 
 static const struct f_consts *f_consts(void)
 {
-    static const struct f_consts k = {&mpi_fortran_in_place_, &mpi_fortran_bottom_};
+    static const struct f_consts k = {&mpi_fortran_in_place_,
+                                      &mpi_fortran_bottom_};
     return &k;
 }
 #else
@@ -45,7 +46,8 @@ static const struct f_consts *f_consts(void)
 {
     static struct f_consts k;
     static int ready;
-    if (!__atomic_load_n(&ready, __ATOMIC_ACQUIRE)) { /* racing threads compute the same */
+    if (!__atomic_load_n(
+            &ready, __ATOMIC_ACQUIRE)) { /* racing threads compute the same */
         f_consts_init(&k);
         __atomic_store_n(&ready, 1, __ATOMIC_RELEASE);
     }
@@ -91,7 +93,8 @@ static void *array_for(void *local, size_t fits, int n, size_t size)
     return malloc((size_t)n * size);
 }
 
-int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f, int read)
+int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f,
+                     int read)
 {
     a->c = array_for(a->local, HB_F_LOCAL, n, sizeof(MPI_Request));
     if (!a->c)

@@ -23,8 +23,8 @@
 #include <mpi.h>
 
 /* Another name for a Fortran entry point (same arguments). */
-#define HB_F_ALIAS(target, name)                                            \
-    extern __typeof__(target) name                                          \
+#define HB_F_ALIAS(target, name)                                               \
+    extern __typeof__(target) name                                             \
         __attribute__((alias(#target), visibility("default")));
 
 /* ierror is optional in mpi_f08: absent, it is a null pointer. */
@@ -61,7 +61,8 @@ struct hb_f_requests {
     MPI_Request *c;
     MPI_Request local[HB_F_LOCAL];
 };
-int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f, int read);
+int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f,
+                     int read);
 void hb_f_requests_out(const struct hb_f_requests *a, int n, MPI_Fint *f);
 void hb_f_requests_done(struct hb_f_requests *a);
 

@@ -28,7 +28,8 @@ HB_EXPORT void mpi_abort_(MPI_Fint *comm, MPI_Fint *code, MPI_Fint *ierr)
 {
     static void (*next)(MPI_Fint *, MPI_Fint *, MPI_Fint *);
     if (!next)
-        next = (void (*)(MPI_Fint *, MPI_Fint *, MPI_Fint *))hb_mpi_library_symbol("pmpi_abort_");
+        next = (void (*)(MPI_Fint *, MPI_Fint *,
+                         MPI_Fint *))hb_mpi_library_symbol("pmpi_abort_");
     hb_runtime_note_abort();
     hb_nested++;
     next(comm, code, ierr);

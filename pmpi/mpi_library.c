@@ -10,7 +10,8 @@ void *hb_mpi_library_symbol(const char *name)
 {
     void *fn = dlsym(RTLD_NEXT, name);
     if (!fn) {
-        fprintf(stderr, "hotbuf: %s not found in the MPI library; aborting\n", name);
+        fprintf(stderr, "hotbuf: %s not found in the MPI library; aborting\n",
+                name);
         abort();
     }
     return fn;

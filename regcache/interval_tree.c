@@ -47,8 +47,8 @@ static void update(struct hb_itree_node *n)
     int hr = node_height(n->right);
 
     n->height = 1 + (hl > hr ? hl : hr);
-    n->max_end = max_u(n->end, max_u(node_max_end(n->left),
-                                      node_max_end(n->right)));
+    n->max_end =
+        max_u(n->end, max_u(node_max_end(n->left), node_max_end(n->right)));
 }
 
 /* Strict weak order on (start, address): unique for distinct nodes. */
@@ -283,8 +283,8 @@ static void check_at(const struct hb_itree_node *n, struct check_state *st)
 
     hl = node_height(n->left);
     hr = node_height(n->right);
-    want_max = max_u(n->end, max_u(node_max_end(n->left),
-                                   node_max_end(n->right)));
+    want_max =
+        max_u(n->end, max_u(node_max_end(n->left), node_max_end(n->right)));
     if (n->start >= n->end || n->height != 1 + (hl > hr ? hl : hr) ||
         hl - hr > 1 || hr - hl > 1 || n->max_end != want_max)
         st->ok = 0;
@@ -292,7 +292,7 @@ static void check_at(const struct hb_itree_node *n, struct check_state *st)
 
 int hb_itree_check(const struct hb_itree *tree)
 {
-    struct check_state st = { NULL, 0, 1 };
+    struct check_state st = {NULL, 0, 1};
 
     check_at(tree->root, &st);
     return st.ok && st.count == tree->count ? 0 : -EINVAL;

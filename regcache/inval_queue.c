@@ -57,8 +57,8 @@ static int outside_hull(struct hb_invalq *q, uintptr_t start, uintptr_t end)
 /* Claims a free slot and publishes the range; 0 on success. */
 static int publish(struct hb_invalq *q, uintptr_t start, uintptr_t end)
 {
-    unsigned first = atomic_fetch_add_explicit(&q->hint, 1,
-                                               memory_order_relaxed);
+    unsigned first =
+        atomic_fetch_add_explicit(&q->hint, 1, memory_order_relaxed);
     unsigned i;
 
     for (i = 0; i < HB_INVALQ_SLOTS; i++) {

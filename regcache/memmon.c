@@ -73,15 +73,15 @@
 #define UFFD_FEATURE_WP_ASYNC (1 << 15)
 #endif
 
-#define NEEDED_EVENTS                                                      \
-    (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                \
+#define NEEDED_EVENTS                                                          \
+    (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                    \
      UFFD_FEATURE_EVENT_REMAP)
 #define MSG_BATCH 32
 #define DEAD_SLOTS 1024
 #define THREAD_STACK (256 * 1024)
 #define TABLE_INITIAL 64
-#define SNAP_MAX 4096       /* watched ranges the event filter can hold */
-#define MAPS_BUF 8192       /* > one /proc/self/maps line (PATH_MAX) */
+#define SNAP_MAX 4096 /* watched ranges the event filter can hold */
+#define MAPS_BUF 8192 /* > one /proc/self/maps line (PATH_MAX) */
 
 _Static_assert(ATOMIC_LONG_LOCK_FREE == 2, "hooks need lock-free atomics");
 _Static_assert(ATOMIC_LLONG_LOCK_FREE == 2, "hooks need lock-free atomics");
@@ -97,27 +97,27 @@ struct seg {
 
 static struct {
     atomic_int state;
-    atomic_int broken;     /* our fd was closed/replaced behind our back */
-    int forked;            /* stopped by fork in this (child) process */
-    dev_t fd_dev;          /* identity of the userfaultfd, to notice that */
+    atomic_int broken; /* our fd was closed/replaced behind our back */
+    int forked;        /* stopped by fork in this (child) process */
+    dev_t fd_dev;      /* identity of the userfaultfd, to notice that */
     ino_t fd_ino;
     pid_t owner;
-    int fd;                /* the userfaultfd, -1 when stopped */
-    int wakefd;            /* eventfd that stops the thread */
+    int fd;     /* the userfaultfd, -1 when stopped */
+    int wakefd; /* eventfd that stops the thread */
     pthread_t thread;
-    hb_memmon_cb cb;       /* stable while state is RUNNING */
+    hb_memmon_cb cb; /* stable while state is RUNNING */
     void *ctx;
-    atomic_int deliver;    /* 0 during the self-test: count only */
-    atomic_int muted;      /* debug switch */
-    atomic_ulong seq;      /* odd while the thread reads and dispatches */
-    atomic_long inflight;  /* hooks between enter and leave */
+    atomic_int deliver;   /* 0 during the self-test: count only */
+    atomic_int muted;     /* debug switch */
+    atomic_ulong seq;     /* odd while the thread reads and dispatches */
+    atomic_long inflight; /* hooks between enter and leave */
     atomic_uint wake_delay_us, dispatch_delay_us;
     uintptr_t page;
     int user_mode_only;
-    int wp_async;          /* any memory type can be watched (>= 6.7) */
+    int wp_async; /* any memory type can be watched (>= 6.7) */
     int shmem_ok;
-    char *probe;           /* PROT_NONE page, never registered */
-    atomic_int probe_ok;   /* the mmap_changing probe works */
+    char *probe;         /* PROT_NONE page, never registered */
+    atomic_int probe_ok; /* the mmap_changing probe works */
     char desc[320];
 
     pthread_mutex_t lock; /* the table; never taken by the thread */
@@ -131,9 +131,8 @@ static struct {
 } M = {.fd = -1, .wakefd = -1, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static struct {
-    atomic_ullong unmap, remove, remap, fault, shmdt, shmat, callbacks,
-        muted, watch, watch_fail, unwatch, unreg, dead_skip, probe_stuck,
-        filtered;
+    atomic_ullong unmap, remove, remap, fault, shmdt, shmat, callbacks, muted,
+        watch, watch_fail, unwatch, unreg, dead_skip, probe_stuck, filtered;
 } C;
 
 /* The watched ranges as the monitor thread sees them, written under
@@ -150,11 +149,10 @@ static struct {
 
 static void counters_reset(void)
 {
-    atomic_ullong *all[] = {&C.unmap,    &C.remove,     &C.remap,
-                            &C.fault,    &C.shmdt,      &C.shmat,
-                            &C.callbacks, &C.muted,     &C.watch,
-                            &C.watch_fail, &C.unwatch,  &C.unreg,
-                            &C.dead_skip, &C.probe_stuck, &C.filtered};
+    atomic_ullong *all[] = {
+        &C.unmap,   &C.remove,    &C.remap,     &C.fault,       &C.shmdt,
+        &C.shmat,   &C.callbacks, &C.muted,     &C.watch,       &C.watch_fail,
+        &C.unwatch, &C.unreg,     &C.dead_skip, &C.probe_stuck, &C.filtered};
     for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
         atomic_store_explicit(all[i], 0, memory_order_relaxed);
 }
@@ -232,7 +230,7 @@ static int snap_hit(uintptr_t lo, uintptr_t hi)
             return 1;
         if (n > SNAP_MAX)
             n = b = SNAP_MAX; /* torn read: retried below */
-        while (a < b) { /* first range ending after lo */
+        while (a < b) {       /* first range ending after lo */
             size_t mid = a + (b - a) / 2;
 
             if (atomic_load_explicit(&S.hi[mid], memory_order_relaxed) > lo)
@@ -240,8 +238,8 @@ static int snap_hit(uintptr_t lo, uintptr_t hi)
             else
                 a = mid + 1;
         }
-        hit = a < n &&
-              atomic_load_explicit(&S.lo[a], memory_order_relaxed) < hi;
+        hit =
+            a < n && atomic_load_explicit(&S.lo[a], memory_order_relaxed) < hi;
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&S.gen, memory_order_relaxed) == g)
             return hit;
@@ -295,8 +293,7 @@ static void handle_msg(const struct uffd_msg *m)
         }
         break;
     }
-    default:
-        break;
+    default: break;
     }
 }
 
@@ -316,7 +313,8 @@ static void drain_events(void)
             continue;
         if (r < (ssize_t)sizeof msg[0])
             break; /* EAGAIN: queue empty */
-        delay = atomic_load_explicit(&M.dispatch_delay_us, memory_order_relaxed);
+        delay =
+            atomic_load_explicit(&M.dispatch_delay_us, memory_order_relaxed);
         if (delay)
             sleep_us(delay);
         for (size_t i = 0; i < (size_t)r / sizeof msg[0]; i++)
@@ -343,9 +341,10 @@ static void go_broken(void)
 {
     atomic_fetch_add(&M.seq, 1); /* odd: sync waits for the invalidation */
     deliver(&C.unmap, 0, UINTPTR_MAX);
-    snprintf(M.desc, sizeof M.desc,
-             "memory monitor BROKEN: its userfaultfd was closed by someone else; "
-             "everything invalidated, nothing can be watched any more");
+    snprintf(
+        M.desc, sizeof M.desc,
+        "memory monitor BROKEN: its userfaultfd was closed by someone else; "
+        "everything invalidated, nothing can be watched any more");
     atomic_store(&M.broken, 1);
     atomic_fetch_add(&M.seq, 1);
 }
@@ -372,7 +371,8 @@ static void *monitor_main(void *arg)
             return NULL;
         }
         if (p[0].revents & POLLIN) {
-            delay = atomic_load_explicit(&M.wake_delay_us, memory_order_relaxed);
+            delay =
+                atomic_load_explicit(&M.wake_delay_us, memory_order_relaxed);
             if (delay)
                 sleep_us(delay);
             drain_events();
@@ -579,7 +579,8 @@ static void seg_compact(void)
         if (s->count == 0)
             continue;
         if (out > 0 && M.segs[out - 1].end == s->start &&
-            M.segs[out - 1].count == s->count && M.segs[out - 1].dead == s->dead) {
+            M.segs[out - 1].count == s->count &&
+            M.segs[out - 1].dead == s->dead) {
             M.segs[out - 1].end = s->end;
             continue;
         }
@@ -614,7 +615,8 @@ static void dead_drain_locked(void)
             M.segs[i].dead = 1;
     }
     for (; t != h; t++) {
-        uintptr_t ds = M.dead_start[t % DEAD_SLOTS], de = M.dead_end[t % DEAD_SLOTS];
+        uintptr_t ds = M.dead_start[t % DEAD_SLOTS],
+                  de = M.dead_end[t % DEAD_SLOTS];
 
         atomic_store_explicit(&M.dead_tail, t + 1, memory_order_release);
         mark_dead(ds, de);
@@ -636,8 +638,8 @@ static void snap_publish(void)
 
         if (M.segs[i].count == 0)
             continue;
-        if (n > 0 && atomic_load_explicit(&S.hi[n - 1],
-                                          memory_order_relaxed) == lo) {
+        if (n > 0 &&
+            atomic_load_explicit(&S.hi[n - 1], memory_order_relaxed) == lo) {
             atomic_store_explicit(&S.hi[n - 1], hi, memory_order_relaxed);
         } else if (n == SNAP_MAX) {
             n = SNAP_ALL;
@@ -858,7 +860,8 @@ int hb_memmon_watch(const void *addr, size_t len)
                 M.segs[i].dead = 0; /* registered again just now */
                 x = M.segs[i++].end;
             } else {
-                uintptr_t ge = (i < M.nsegs && M.segs[i].start < e) ? M.segs[i].start : e;
+                uintptr_t ge =
+                    (i < M.nsegs && M.segs[i].start < e) ? M.segs[i].start : e;
                 seg_insert(i++, (struct seg){x, ge, 1, 0});
                 x = ge;
             }
@@ -910,7 +913,8 @@ static void why_set(char *why, size_t n, const char *fmt, ...)
 
 static const char *sysctl_unpriv(char *buf, size_t n)
 {
-    int fd = open("/proc/sys/vm/unprivileged_userfaultfd", O_RDONLY | O_CLOEXEC);
+    int fd =
+        open("/proc/sys/vm/unprivileged_userfaultfd", O_RDONLY | O_CLOEXEC);
     ssize_t r = fd >= 0 ? read(fd, buf, n - 1) : -1;
 
     if (fd >= 0)
@@ -928,7 +932,8 @@ static int open_uffd(char *why, size_t n)
     char sys[16], hint[160] = "";
 
     M.user_mode_only = 1;
-    fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+    fd = (int)syscall(SYS_userfaultfd,
+                      O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
     if (fd >= 0)
         return fd;
     e1 = errno;
@@ -945,7 +950,8 @@ static int open_uffd(char *why, size_t n)
         e2 = errno;
     } else {
         M.user_mode_only = 1;
-        fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
+        fd = ioctl(dev, USERFAULTFD_IOC_NEW,
+                   O_CLOEXEC | O_NONBLOCK | UFFD_USER_MODE_ONLY);
         if (fd < 0 && errno == EINVAL) {
             M.user_mode_only = 0;
             fd = ioctl(dev, USERFAULTFD_IOC_NEW, O_CLOEXEC | O_NONBLOCK);
@@ -956,17 +962,23 @@ static int open_uffd(char *why, size_t n)
             return fd;
     }
     if (e1 == ENOSYS) {
-        snprintf(hint, sizeof hint, " (kernel without CONFIG_USERFAULTFD, or a seccomp filter)");
+        snprintf(hint, sizeof hint,
+                 " (kernel without CONFIG_USERFAULTFD, or a seccomp filter)");
     } else if (e1 == EPERM && umo) {
         /* user-mode-only is allowed to everyone: not the sysctl */
-        snprintf(hint, sizeof hint, " (denied by a seccomp filter or security module)");
-    } else if (e1 == EPERM) {
         snprintf(hint, sizeof hint,
-                 " (Linux < 5.11: vm.unprivileged_userfaultfd=%s and no CAP_SYS_PTRACE, "
-                 "or a seccomp filter)", sysctl_unpriv(sys, sizeof sys));
+                 " (denied by a seccomp filter or security module)");
+    } else if (e1 == EPERM) {
+        snprintf(
+            hint, sizeof hint,
+            " (Linux < 5.11: vm.unprivileged_userfaultfd=%s and no CAP_SYS_PTRACE, "
+            "or a seccomp filter)",
+            sysctl_unpriv(sys, sizeof sys));
     }
-    why_set(why, n, "memory monitor unavailable: userfaultfd(2): %s%s; /dev/userfaultfd: %s",
-            strerror(e1), hint, strerror(e2));
+    why_set(
+        why, n,
+        "memory monitor unavailable: userfaultfd(2): %s%s; /dev/userfaultfd: %s",
+        strerror(e1), hint, strerror(e2));
     return -1;
 }
 
@@ -1041,7 +1053,8 @@ static int self_test(char *why, size_t n)
     char *p, *q;
     int r;
 
-    p = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    p = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
+             -1, 0);
     q = mmap(NULL, 2 * pg, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (p == MAP_FAILED || q == MAP_FAILED) {
         why_set(why, n, "memory monitor self-test: mmap: %s", strerror(errno));
@@ -1054,15 +1067,16 @@ static int self_test(char *why, size_t n)
         munmap(q, 2 * pg);
         why_set(why, n,
                 "memory monitor unavailable: UFFDIO_REGISTER (write-protect "
-                "mode) of anonymous memory failed: %s", strerror(-r));
+                "mode) of anonymous memory failed: %s",
+                strerror(-r));
         return -1;
     }
-    madvise(p, pg, MADV_DONTNEED);                            /* REMOVE */
+    madvise(p, pg, MADV_DONTNEED); /* REMOVE */
     if (mremap(p + 2 * pg, 2 * pg, 2 * pg, MREMAP_MAYMOVE | MREMAP_FIXED, q) ==
-        MAP_FAILED)                                           /* REMAP */
+        MAP_FAILED) /* REMAP */
         munmap(q, 2 * pg);
-    munmap(p, 2 * pg);                                        /* UNMAP */
-    munmap(q, 2 * pg);                                        /* UNMAP (moved) */
+    munmap(p, 2 * pg);      /* UNMAP */
+    munmap(q, 2 * pg);      /* UNMAP (moved) */
     hb_memmon_sync_local(); /* dispatched, so unwatch sees the pages dead */
     hb_memmon_unwatch(p, 4 * pg);
     if (atomic_load(&C.remove) == r0 || atomic_load(&C.unmap) == u0 ||
@@ -1075,7 +1089,8 @@ static int self_test(char *why, size_t n)
         return -1;
     }
     /* shmem (MAP_SHARED anonymous, SysV, memfd) needs Linux >= 5.19. */
-    p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
+             0);
     M.shmem_ok = 0;
     if (p != MAP_FAILED) {
         if (hb_memmon_watch(p, pg) == 0) {
@@ -1092,8 +1107,8 @@ static int self_test(char *why, size_t n)
         memset(&wp, 0, sizeof wp);
         wp.range.start = (uintptr_t)M.probe;
         wp.range.len = pg;
-        atomic_store(&M.probe_ok,
-                     ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp) != 0 && errno == ENOENT);
+        atomic_store(&M.probe_ok, ioctl(M.fd, UFFDIO_WRITEPROTECT, &wp) != 0 &&
+                                      errno == ENOENT);
     }
     return 0;
 }
@@ -1153,7 +1168,8 @@ static int check_start(hb_memmon_cb cb, char *why, size_t n)
 
 /* UFFDIO_API on a fresh fd: 0 with *api; -1 no fd (why says why); -2 the
  * API call refused our features (errno; the fd is closed). */
-static int uffd_api(unsigned long long features, struct uffdio_api *api, char *why, size_t n)
+static int uffd_api(unsigned long long features, struct uffdio_api *api,
+                    char *why, size_t n)
 {
     M.fd = open_uffd(why, n);
     if (M.fd < 0)
@@ -1191,7 +1207,8 @@ static int negotiate_uffd(char *why, size_t n)
     if (rc == -2) {
         why_set(why, n,
                 "memory monitor unavailable: UFFDIO_API with unmap/remove/"
-                "remap events: %s (needs Linux >= 4.11)", strerror(errno));
+                "remap events: %s (needs Linux >= 4.11)",
+                strerror(errno));
         return -1;
     }
     M.wp_async = (api.features & UFFD_FEATURE_WP_ASYNC) != 0;
@@ -1227,7 +1244,8 @@ static int make_resources(char *why, size_t n)
 }
 
 /* Fresh counters and rings, then the thread (callbacks still off). */
-static int run_thread(hb_memmon_cb cb, void *ctx, int muted, char *why, size_t n)
+static int run_thread(hb_memmon_cb cb, void *ctx, int muted, char *why,
+                      size_t n)
 {
     int r;
 
@@ -1279,7 +1297,8 @@ static void describe_running(int muted)
            muted ? "; MUTED (debug: callbacks dropped)" : "");
 }
 
-int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why, size_t whylen)
+int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why,
+                    size_t whylen)
 {
     int muted = (flags & HB_MEMMON_F_MUTED) != 0;
 
@@ -1287,7 +1306,8 @@ int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why, size_
         return -1;
     M.page = (uintptr_t)sysconf(_SC_PAGESIZE);
     if (negotiate_uffd(why, whylen) || make_resources(why, whylen) ||
-        run_thread(cb, ctx, muted, why, whylen) || checked_self_test(why, whylen))
+        run_thread(cb, ctx, muted, why, whylen) ||
+        checked_self_test(why, whylen))
         return -1;
     hb_memmon__shm_init();
     counters_reset();

@@ -114,7 +114,8 @@ typedef void (*hb_memmon_cb)(void *ctx, const void *addr, size_t len);
  * Returns 0, or -1 with a one-line reason in why (may be NULL) when the
  * mechanism is unavailable; the caller should then register
  * only memory hotbuf allocated itself. */
-int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why, size_t whylen);
+int hb_memmon_start(hb_memmon_cb cb, void *ctx, unsigned flags, char *why,
+                    size_t whylen);
 
 /* hb_memmon_start flags. */
 #define HB_MEMMON_F_MUTED 1u /* start muted (debug, see above) */
@@ -162,20 +163,20 @@ void hb_memmon_sync_strict(void);
 void hb_memmon_set_muted(int muted);
 
 struct hb_memmon_stats {
-    uint64_t unmap_events;    /* UFFD_EVENT_UNMAP: munmap, brk, mremap shrink */
-    uint64_t remove_events;   /* UFFD_EVENT_REMOVE: madvise */
-    uint64_t remap_events;    /* UFFD_EVENT_REMAP: mremap move */
-    uint64_t fault_events;    /* page faults (never expected) */
-    uint64_t shmdt_hooks;     /* shmdt() interposer reports */
-    uint64_t shmat_hooks;     /* shmat(SHM_REMAP) interposer reports */
-    uint64_t callbacks;       /* callback invocations */
-    uint64_t muted;           /* reports dropped by the debug switch */
+    uint64_t unmap_events;  /* UFFD_EVENT_UNMAP: munmap, brk, mremap shrink */
+    uint64_t remove_events; /* UFFD_EVENT_REMOVE: madvise */
+    uint64_t remap_events;  /* UFFD_EVENT_REMAP: mremap move */
+    uint64_t fault_events;  /* page faults (never expected) */
+    uint64_t shmdt_hooks;   /* shmdt() interposer reports */
+    uint64_t shmat_hooks;   /* shmat(SHM_REMAP) interposer reports */
+    uint64_t callbacks;     /* callback invocations */
+    uint64_t muted;         /* reports dropped by the debug switch */
     uint64_t watch_calls, watch_failures, unwatch_calls;
-    uint64_t unregisters;     /* UFFDIO_UNREGISTER calls made by unwatch */
-    uint64_t dead_skips;      /* unregisters skipped: pages already gone */
+    uint64_t unregisters;        /* UFFDIO_UNREGISTER calls made by unwatch */
+    uint64_t dead_skips;         /* unregisters skipped: pages already gone */
     uint64_t strict_probe_stuck; /* hb_memmon_sync fell back to poll() */
-    uint64_t watched_bytes;   /* pages watched now (by the table) */
-    uint64_t filtered_events; /* events outside every watched range (in a
+    uint64_t watched_bytes;      /* pages watched now (by the table) */
+    uint64_t filtered_events;    /* events outside every watched range (in a
                                  VMA registered whole), dropped */
 };
 

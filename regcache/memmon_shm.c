@@ -78,13 +78,14 @@ static void *call_shmat(int shmid, const void *addr, int flags)
 {
     shmat_fn f = atomic_load_explicit(&next_shmat, memory_order_acquire);
 
-    return f ? f(shmid, addr, flags) : (void *)syscall(SYS_shmat, shmid, addr, flags);
+    return f ? f(shmid, addr, flags)
+             : (void *)syscall(SYS_shmat, shmid, addr, flags);
 }
 
 /* ---- /proc/self/maps, allocation-free ------------------------------- */
 
 struct extent {
-    uintptr_t addr;     /* segment attached here */
+    uintptr_t addr; /* segment attached here */
     int found;
     unsigned long inode; /* SysV shm: inode number == shmid */
     uintptr_t lo, hi;
@@ -129,10 +130,10 @@ static void extent_line(struct extent *x, const char *p, const char *end)
         return;
     p++;
     e = parse_hex(&p, end);
-    p = skip_field(p, end);  /* to perms */
-    p = skip_field(p, end);  /* to offset */
-    p = skip_field(p, end);  /* to dev */
-    p = skip_field(p, end);  /* to inode */
+    p = skip_field(p, end); /* to perms */
+    p = skip_field(p, end); /* to offset */
+    p = skip_field(p, end); /* to dev */
+    p = skip_field(p, end); /* to inode */
     for (; p < end && *p >= '0' && *p <= '9'; p++)
         ino = ino * 10 + (unsigned long)(*p - '0');
     while (p < end && *p == ' ')

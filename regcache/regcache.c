@@ -82,7 +82,7 @@ struct hb_regcache {
     size_t entries;         /* live registrations, any state */
     size_t pinned;          /* their bytes */
     size_t peak_pinned;
-    size_t referenced;      /* regions with refcount > 0 */
+    size_t referenced; /* regions with refcount > 0 */
     struct counters c;
     struct hb_invalq invalq; /* lock-free: written by invalidate */
 };
@@ -339,8 +339,8 @@ static int register_merged(struct hb_regcache *rc, uintptr_t start,
 
 /* Registers a new region for the page-aligned request [start, end) and
  * inserts it, idle, into the cache. */
-static int create_region(struct hb_regcache *rc, uintptr_t start,
-                         uintptr_t end, struct hb_region **out)
+static int create_region(struct hb_regcache *rc, uintptr_t start, uintptr_t end,
+                         struct hb_region **out)
 {
     struct hb_region *r = calloc(1, sizeof(*r));
     struct overlap_set set;
@@ -349,8 +349,7 @@ static int create_region(struct hb_regcache *rc, uintptr_t start,
     if (!r)
         return -ENOMEM;
     collect_overlaps(rc, &set, start, end, 0);
-    if (!set.chain ||
-        (rc->max_bytes && set.end - set.start > rc->max_bytes)) {
+    if (!set.chain || (rc->max_bytes && set.end - set.start > rc->max_bytes)) {
         err = register_range(rc, start, end, &r->handle);
     } else {
         err = register_merged(rc, set.start, set.end, &r->handle);

@@ -43,22 +43,22 @@ struct hb_regcache_ops {
 };
 
 struct hb_regcache_stats {
-    uint64_t hits;             /* gets served by an existing region */
-    uint64_t misses;           /* gets that had to register */
-    uint64_t failures;         /* gets that returned an error */
-    uint64_t evictions;        /* idle regions dropped for room */
-    uint64_t invalidations;    /* regions dropped by invalidate */
-    uint64_t merges;           /* regions absorbed into a larger one */
-    uint64_t reg_calls;        /* calls to ops->reg, including failed */
-    uint64_t reg_failures;     /* ops->reg calls that failed */
-    uint64_t dereg_calls;      /* calls to ops->dereg */
-    uint64_t invalidate_calls; /* hb_regcache_invalidate calls */
+    uint64_t hits;                 /* gets served by an existing region */
+    uint64_t misses;               /* gets that had to register */
+    uint64_t failures;             /* gets that returned an error */
+    uint64_t evictions;            /* idle regions dropped for room */
+    uint64_t invalidations;        /* regions dropped by invalidate */
+    uint64_t merges;               /* regions absorbed into a larger one */
+    uint64_t reg_calls;            /* calls to ops->reg, including failed */
+    uint64_t reg_failures;         /* ops->reg calls that failed */
+    uint64_t dereg_calls;          /* calls to ops->dereg */
+    uint64_t invalidate_calls;     /* hb_regcache_invalidate calls */
     uint64_t invalidate_filtered;  /* ... outside anything ever registered */
     uint64_t invalidate_overflows; /* ... that found the queue full and
                                       forced a full flush */
-    uint64_t entries;          /* live registrations now */
-    uint64_t in_use;           /* ... of which referenced or retired */
-    uint64_t pinned_bytes;     /* bytes registered now */
+    uint64_t entries;              /* live registrations now */
+    uint64_t in_use;               /* ... of which referenced or retired */
+    uint64_t pinned_bytes;         /* bytes registered now */
     uint64_t peak_pinned_bytes;
 };
 

@@ -11,7 +11,8 @@
 
 int hb_regcache_verbs_access(void)
 {
-    return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+    return IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+           IBV_ACCESS_REMOTE_READ;
 }
 
 /* Once fork protection is on in the process (ibv_fork_init: UCX calls it
@@ -35,7 +36,8 @@ static void undo_dontfork(void *addr, size_t len)
  * and retry", so EPERM from pinning is mapped there too. */
 static int verbs_reg(void *ctx, void *addr, size_t len, void **handle)
 {
-    struct ibv_mr *mr = ibv_reg_mr((struct ibv_pd *)ctx, addr, len, hb_regcache_verbs_access());
+    struct ibv_mr *mr =
+        ibv_reg_mr((struct ibv_pd *)ctx, addr, len, hb_regcache_verbs_access());
     if (!mr) {
         int err = errno ? errno : ENOMEM;
         return -(err == EPERM ? ENOMEM : err);
@@ -60,7 +62,8 @@ static int watched_reg(void *ctx, void *addr, size_t len, void **handle)
 {
     int rc = hb_memmon_watch(addr, len);
     if (rc)
-        return rc == -ENOMEM ? -ENOMEM : -EFAULT; /* unwatchable: do not cache */
+        return rc == -ENOMEM ? -ENOMEM
+                             : -EFAULT; /* unwatchable: do not cache */
     rc = verbs_reg(ctx, addr, len, handle);
     if (rc)
         hb_memmon_unwatch(addr, len);
@@ -76,7 +79,8 @@ static void watched_dereg(void *ctx, void *handle)
     hb_memmon_unwatch(addr, len);
 }
 
-const struct hb_regcache_ops hb_regcache_verbs_watched_ops = {watched_reg, watched_dereg};
+const struct hb_regcache_ops hb_regcache_verbs_watched_ops = {watched_reg,
+                                                              watched_dereg};
 
 /* The split of RLIMIT_MEMLOCK with the transport is decided in util/memlock.h. */
 size_t hb_regcache_default_max_bytes(void)

@@ -60,10 +60,12 @@ static void stop(const struct hb_ctx *ctx)
     ag.on = 0;
 }
 
+/* clang-format off */
 const struct hb_subsys hb_ag_subsys = {
     .name = "allgather", .start = start, .stop = stop,
     .section = &hb_ag_section, .counters = &ag.stats,
 };
+/* clang-format on */
 
 int hb_allgather(const void *sbuf, int scount, MPI_Datatype stype, void *rbuf,
                  int rcount, MPI_Datatype rtype, MPI_Comm comm, void *ret)

@@ -53,7 +53,9 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     fprintf(out, "}");
 }
 
+/* clang-format off */
 const struct hb_report_section hb_ag_section = {
     .name = "allgather", .record_size = sizeof(struct hb_ag_summary),
     .render_text = render_text, .render_json = render_json,
 };
+/* clang-format on */

@@ -9,7 +9,7 @@
 #include <strings.h>
 
 const struct hb_var_desc hb_var_table[] = {
-#define HB_VAR(field, name, type, ctype, def, min, max, help) \
+#define HB_VAR(field, name, type, ctype, def, min, max, help)                  \
     {name, type, offsetof(struct hb_config, field), def, min, max, help},
 #include "config_vars.def"
 #undef HB_VAR
@@ -40,7 +40,7 @@ static int parse_number(const char *text, enum hb_var_type type, double *out)
             return -1;
         v *= (double)(1ULL << (10 * (s - suffixes + 1)));
         end++;
-        if ((*end | 0x20) == 'i')  /* accept "KiB"-style too */
+        if ((*end | 0x20) == 'i') /* accept "KiB"-style too */
             end++;
         if ((*end | 0x20) == 'b')
             end++;
@@ -66,7 +66,8 @@ static int parse_bool(const char *text, double *out)
     return -1;
 }
 
-static int parse_enum(const struct hb_var_desc *d, const char *text, double *out)
+static int parse_enum(const struct hb_var_desc *d, const char *text,
+                      double *out)
 {
     const char *const *w = hb_var_enum_words(d);
     for (int i = 0; w[i]; i++)
@@ -77,11 +78,13 @@ static int parse_enum(const struct hb_var_desc *d, const char *text, double *out
 
 static int is_auto(const struct hb_var_desc *d, const char *text)
 {
-    return d->type == HB_VAR_DOUBLE && !strcmp(d->def, "auto") && !strcasecmp(text, "auto");
+    return d->type == HB_VAR_DOUBLE && !strcmp(d->def, "auto") &&
+           !strcasecmp(text, "auto");
 }
 
 /* Parses text for d into *out; 0 if valid and in range. */
-static int parse_value(const struct hb_var_desc *d, const char *text, double *out)
+static int parse_value(const struct hb_var_desc *d, const char *text,
+                       double *out)
 {
     if (is_auto(d, text))
         return *out = -1, 0;
@@ -96,7 +99,8 @@ static int parse_value(const struct hb_var_desc *d, const char *text, double *ou
     return rc;
 }
 
-static void store(struct hb_config *cfg, const struct hb_var_desc *d, double v, const char *text)
+static void store(struct hb_config *cfg, const struct hb_var_desc *d, double v,
+                  const char *text)
 {
     char *field = (char *)cfg + d->offset;
     switch (d->type) {
@@ -112,27 +116,34 @@ static void store(struct hb_config *cfg, const struct hb_var_desc *d, double v, 
 static void describe_range(const struct hb_var_desc *d, char *buf, size_t len)
 {
     switch (d->type) {
-    case HB_VAR_BOOL: snprintf(buf, len, "0 or 1 (or no/yes, off/on, false/true)"); return;
+    case HB_VAR_BOOL:
+        snprintf(buf, len, "0 or 1 (or no/yes, off/on, false/true)");
+        return;
     case HB_VAR_ENUM: {
         const char *const *w = hb_var_enum_words(d);
         size_t used = 0;
         for (int i = 0; w[i] && used < len; i++)
-            used += (size_t)snprintf(buf + used, len - used, "%s%s", i ? (w[i + 1] ? ", " : " or ") : "",
-                                     w[i]);
+            used += (size_t)snprintf(buf + used, len - used, "%s%s",
+                                     i ? (w[i + 1] ? ", " : " or ") : "", w[i]);
         return;
     }
     case HB_VAR_SIZE:
-        snprintf(buf, len, "a byte count (suffix K, M or G allowed) in %.0f..%.0f", d->min, d->max);
-        return;
-    case HB_VAR_INT: snprintf(buf, len, "an integer in %.0f..%.0f", d->min, d->max); return;
-    default:
-        snprintf(buf, len, "%sa number in %g..%g", strcmp(d->def, "auto") ? "" : "auto or ",
+        snprintf(buf, len,
+                 "a byte count (suffix K, M or G allowed) in %.0f..%.0f",
                  d->min, d->max);
+        return;
+    case HB_VAR_INT:
+        snprintf(buf, len, "an integer in %.0f..%.0f", d->min, d->max);
+        return;
+    default:
+        snprintf(buf, len, "%sa number in %g..%g",
+                 strcmp(d->def, "auto") ? "" : "auto or ", d->min, d->max);
         return;
     }
 }
 
-int hb_config_load(struct hb_config *cfg, const char *(*getenv_fn)(const char *),
+int hb_config_load(struct hb_config *cfg,
+                   const char *(*getenv_fn)(const char *),
                    void (*warn)(const char *line, void *ctx), void *ctx)
 {
     int invalid = 0;
@@ -155,7 +166,8 @@ int hb_config_load(struct hb_config *cfg, const char *(*getenv_fn)(const char *)
         }
         char range[128], line[512];
         describe_range(d, range, sizeof(range));
-        snprintf(line, sizeof(line), "%s=\"%s\" is invalid (expected %s); using the default %s",
+        snprintf(line, sizeof(line),
+                 "%s=\"%s\" is invalid (expected %s); using the default %s",
                  d->name, text, range, d->def);
         warn(line, ctx);
         invalid++;
@@ -163,31 +175,40 @@ int hb_config_load(struct hb_config *cfg, const char *(*getenv_fn)(const char *)
     return invalid;
 }
 
-void hb_config_format(const struct hb_config *cfg, const struct hb_var_desc *d, char *buf,
-                      size_t len)
+void hb_config_format(const struct hb_config *cfg, const struct hb_var_desc *d,
+                      char *buf, size_t len)
 {
     const char *field = (const char *)cfg + d->offset;
     switch (d->type) {
     case HB_VAR_BOOL:
     case HB_VAR_INT: snprintf(buf, len, "%d", *(const int *)field); break;
-    case HB_VAR_ENUM: snprintf(buf, len, "%s", hb_var_enum_words(d)[*(const int *)field]); break;
-    case HB_VAR_SIZE: snprintf(buf, len, "%llu", (unsigned long long)*(const uint64_t *)field); break;
+    case HB_VAR_ENUM:
+        snprintf(buf, len, "%s", hb_var_enum_words(d)[*(const int *)field]);
+        break;
+    case HB_VAR_SIZE:
+        snprintf(buf, len, "%llu",
+                 (unsigned long long)*(const uint64_t *)field);
+        break;
     case HB_VAR_DOUBLE:
         if (*(const double *)field < 0)
             snprintf(buf, len, "auto");
         else
             snprintf(buf, len, "%g", *(const double *)field);
         break;
-    case HB_VAR_STRING: snprintf(buf, len, "%s", *(const char *const *)field); break;
+    case HB_VAR_STRING:
+        snprintf(buf, len, "%s", *(const char *const *)field);
+        break;
     }
 }
 
-int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *d)
+int hb_config_is_default(const struct hb_config *cfg,
+                         const struct hb_var_desc *d)
 {
     struct hb_config def;
     double v = 0;
     if (d->type == HB_VAR_STRING)
-        return !strcmp(*(const char *const *)((const char *)cfg + d->offset), d->def);
+        return !strcmp(*(const char *const *)((const char *)cfg + d->offset),
+                       d->def);
     parse_value(d, d->def, &v);
     store(&def, d, v, NULL);
     char a[64], b[64];
@@ -197,8 +218,8 @@ int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *
 }
 
 static const char *const shared_names[HB_CONFIG_NSHARED] = {
-    "HOTBUF_ENABLE", "HOTBUF_INTRANODE", "HOTBUF_ALLGATHER",
-    "HOTBUF_AG_ZCOPY", "HOTBUF_AG_RING", "HOTBUF_AG_BUFFER",
+    "HOTBUF_ENABLE",   "HOTBUF_INTRANODE", "HOTBUF_ALLGATHER",
+    "HOTBUF_AG_ZCOPY", "HOTBUF_AG_RING",   "HOTBUF_AG_BUFFER",
 };
 
 static const struct hb_var_desc *find_var(const char *name)
@@ -209,13 +230,16 @@ static const struct hb_var_desc *find_var(const char *name)
     return NULL;
 }
 
-static uint64_t shared_get(const struct hb_config *cfg, const struct hb_var_desc *d)
+static uint64_t shared_get(const struct hb_config *cfg,
+                           const struct hb_var_desc *d)
 {
     const char *field = (const char *)cfg + d->offset;
-    return d->type == HB_VAR_SIZE ? *(const uint64_t *)field : (uint64_t)*(const int *)field;
+    return d->type == HB_VAR_SIZE ? *(const uint64_t *)field
+                                  : (uint64_t) * (const int *)field;
 }
 
-void hb_config_shared_pack(const struct hb_config *cfg, uint64_t v[2 * HB_CONFIG_NSHARED])
+void hb_config_shared_pack(const struct hb_config *cfg,
+                           uint64_t v[2 * HB_CONFIG_NSHARED])
 {
     for (int i = 0; i < HB_CONFIG_NSHARED; i++) {
         v[i] = shared_get(cfg, find_var(shared_names[i]));
@@ -223,7 +247,8 @@ void hb_config_shared_pack(const struct hb_config *cfg, uint64_t v[2 * HB_CONFIG
     }
 }
 
-int hb_config_shared_apply(struct hb_config *cfg, const uint64_t min[2 * HB_CONFIG_NSHARED],
+int hb_config_shared_apply(struct hb_config *cfg,
+                           const uint64_t min[2 * HB_CONFIG_NSHARED],
                            void (*note)(const char *line, void *ctx), void *ctx)
 {
     int differed = 0;
@@ -232,9 +257,11 @@ int hb_config_shared_apply(struct hb_config *cfg, const uint64_t min[2 * HB_CONF
         uint64_t lo = min[i], hi = ~min[HB_CONFIG_NSHARED + i];
         if (lo != hi) {
             char line[200];
-            snprintf(line, sizeof(line), "%s differs between ranks (%llu..%llu); all ranks use %llu",
-                     d->name, (unsigned long long)lo, (unsigned long long)hi,
-                     (unsigned long long)lo);
+            snprintf(
+                line, sizeof(line),
+                "%s differs between ranks (%llu..%llu); all ranks use %llu",
+                d->name, (unsigned long long)lo, (unsigned long long)hi,
+                (unsigned long long)lo);
             note(line, ctx);
             differed++;
         }

@@ -11,10 +11,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-enum hb_report_mode { HB_REPORT_OFF, HB_REPORT_TEXT, HB_REPORT_JSON, HB_REPORT_BOTH };
+enum hb_report_mode {
+    HB_REPORT_OFF,
+    HB_REPORT_TEXT,
+    HB_REPORT_JSON,
+    HB_REPORT_BOTH
+};
 enum hb_memmon_mode { HB_MEMMON_ON, HB_MEMMON_OFF, HB_MEMMON_NONE };
 
-enum hb_var_type { HB_VAR_BOOL, HB_VAR_INT, HB_VAR_SIZE, HB_VAR_DOUBLE, HB_VAR_ENUM, HB_VAR_STRING };
+enum hb_var_type {
+    HB_VAR_BOOL,
+    HB_VAR_INT,
+    HB_VAR_SIZE,
+    HB_VAR_DOUBLE,
+    HB_VAR_ENUM,
+    HB_VAR_STRING
+};
 
 struct hb_config {
 #define HB_VAR(field, name, type, ctype, def, min, max, help) ctype field;
@@ -24,11 +36,11 @@ struct hb_config {
 
 /* Description of one variable, for parsing and printing. */
 struct hb_var_desc {
-    const char *name;      /* full environment name, e.g. "HOTBUF_HASH_BITS" */
+    const char *name; /* full environment name, e.g. "HOTBUF_HASH_BITS" */
     enum hb_var_type type;
-    size_t offset;         /* of the field in struct hb_config */
-    const char *def;       /* default, as text */
-    double min, max;       /* accepted range for numbers */
+    size_t offset;   /* of the field in struct hb_config */
+    const char *def; /* default, as text */
+    double min, max; /* accepted range for numbers */
     const char *help;
 };
 
@@ -41,7 +53,8 @@ const char *const *hb_var_enum_words(const struct hb_var_desc *d);
 /* Fill *cfg from the environment via getenv_fn (getenv in production).
  * Each invalid value is described by one line passed to warn(); the
  * variable keeps its default.  Returns the number of invalid values. */
-int hb_config_load(struct hb_config *cfg, const char *(*getenv_fn)(const char *),
+int hb_config_load(struct hb_config *cfg,
+                   const char *(*getenv_fn)(const char *),
                    void (*warn)(const char *line, void *ctx), void *ctx);
 
 /* Writes the value of variable d in cfg as text into buf. */
@@ -49,7 +62,8 @@ void hb_config_format(const struct hb_config *cfg, const struct hb_var_desc *d,
                       char *buf, size_t len);
 
 /* 1 if the variable's value in cfg equals its default (0: the user changed it). */
-int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *d);
+int hb_config_is_default(const struct hb_config *cfg,
+                         const struct hb_var_desc *d);
 
 /* Settings every rank must share: whether it takes part in hotbuf's
  * collectives at all (HOTBUF_ENABLE) and what decides the path of a
@@ -60,8 +74,11 @@ int hb_config_is_default(const struct hb_config *cfg, const struct hb_var_desc *
  * MPI_MIN reduction yields both minima and maxima; hb_config_shared_apply
  * stores the minima and describes each setting that differed to note(). */
 #define HB_CONFIG_NSHARED 6
-void hb_config_shared_pack(const struct hb_config *cfg, uint64_t v[2 * HB_CONFIG_NSHARED]);
-int hb_config_shared_apply(struct hb_config *cfg, const uint64_t min[2 * HB_CONFIG_NSHARED],
-                           void (*note)(const char *line, void *ctx), void *ctx);
+void hb_config_shared_pack(const struct hb_config *cfg,
+                           uint64_t v[2 * HB_CONFIG_NSHARED]);
+int hb_config_shared_apply(struct hb_config *cfg,
+                           const uint64_t min[2 * HB_CONFIG_NSHARED],
+                           void (*note)(const char *line, void *ctx),
+                           void *ctx);
 
 #endif

@@ -12,7 +12,8 @@ static int group_in_world(MPI_Group g, MPI_Group world)
         return 0; /* cannot tell: MPI is always right */
     for (int i = 0; i < n; i++)
         ranks[i] = i;
-    if (PMPI_Group_translate_ranks(g, n, ranks, world, ranks + n) != MPI_SUCCESS)
+    if (PMPI_Group_translate_ranks(g, n, ranks, world, ranks + n) !=
+        MPI_SUCCESS)
         ok = 0;
     for (int i = 0; ok && i < n; i++)
         ok = ranks[n + i] != MPI_UNDEFINED;
@@ -29,7 +30,8 @@ int hb_comm_one_world(MPI_Comm comm)
     PMPI_Comm_test_inter(comm, &inter);
     if (inter)
         PMPI_Comm_remote_group(comm, &remote);
-    ok = group_in_world(local, world) && (!inter || group_in_world(remote, world));
+    ok = group_in_world(local, world) &&
+         (!inter || group_in_world(remote, world));
     if (inter)
         PMPI_Group_free(&remote);
     PMPI_Group_free(&local);

@@ -50,6 +50,7 @@ void hb_progress_yield(void *arg)
     (void)arg;
     hb_progress();
     if (progress.comm != MPI_COMM_NULL)
-        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress.comm, &flag, MPI_STATUS_IGNORE);
+        PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, progress.comm, &flag,
+                    MPI_STATUS_IGNORE);
     sched_yield();
 }

@@ -29,7 +29,9 @@ static void summarize(const struct hb_ctx *ctx, void *rec)
     hb_rdma_summarize(ctx->rdma, ctx->rank, rec);
 }
 
+/* clang-format off */
 const struct hb_subsys hb_rdma_subsys = {
-    .name = "rdma", .start = start, .stop = stop,
-    .section = &hb_rdma_section, .summarize = summarize,
+    .name = "rdma", .start = start, .stop = stop, .section = &hb_rdma_section,
+    .summarize = summarize,
 };
+/* clang-format on */

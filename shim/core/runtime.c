@@ -34,37 +34,45 @@ static const char *env_lookup(const char *name)
 static void calibrate_and_connect(const struct hb_ctx *ctx)
 {
     char why[128] = "";
-    int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, ctx->rank, ctx->size, ctx->comm) == 0;
+    int up = hb_rdma_start(&hb_rt.rdma, &hb_rt.cfg, ctx->rank, ctx->size,
+                           ctx->comm) == 0;
     if (ctx->rank == 0)
         hb_calibrate_pd(&hb_rt.cost, &hb_rt.cfg,
-                        hb_rt.rdma.tr ? hb_transport_pd(hb_rt.rdma.tr) : NULL, why,
-                        sizeof(why));
+                        hb_rt.rdma.tr ? hb_transport_pd(hb_rt.rdma.tr) : NULL,
+                        why, sizeof(why));
     PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, ctx->comm);
     if (ctx->rank != 0)
         return;
     if (hb_rt.cost.reg_src != HB_COST_DEFAULT)
         hb_note("%s", hb_rt.rdma.status);
     else if (!up)
-        hb_note("%s; registration cost R = default %.1f us + %.2f us/page", hb_rt.rdma.status,
-                hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us);
+        hb_note("%s; registration cost R = default %.1f us + %.2f us/page",
+                hb_rt.rdma.status, hb_rt.cost.reg_base_us,
+                hb_rt.cost.reg_page_us);
     else
         hb_note("%s; registration cost R = default %.1f us + %.2f us/page (%s)",
-                hb_rt.rdma.status, hb_rt.cost.reg_base_us, hb_rt.cost.reg_page_us, why);
+                hb_rt.rdma.status, hb_rt.cost.reg_base_us,
+                hb_rt.cost.reg_page_us, why);
 }
 
 static int start_tracker(void)
 {
     const struct hb_config *c = &hb_rt.cfg;
     struct hb_table_params tp = {
-        .bits = c->hash_bits, .max_entries = c->table_max, .adapt = c->adapt,
-        .adapt_hot_pct = c->adapt_hot_pct, .adapt_chain = (uint32_t)c->adapt_chain,
+        .bits = c->hash_bits,
+        .max_entries = c->table_max,
+        .adapt = c->adapt,
+        .adapt_hot_pct = c->adapt_hot_pct,
+        .adapt_chain = (uint32_t)c->adapt_chain,
     };
     struct hb_threshold_params thp = {
-        .speculative = c->speculative, .min_size = c->min_size,
-        .eager_limit = c->eager_limit, .fixed = (uint32_t)c->threshold,
+        .speculative = c->speculative,
+        .min_size = c->min_size,
+        .eager_limit = c->eager_limit,
+        .fixed = (uint32_t)c->threshold,
     };
-    return hb_tracker_init(&hb_rt.tracker, &tp, c->callsite_depth, (uint32_t)c->max_sites, &thp,
-                           &hb_rt.cost);
+    return hb_tracker_init(&hb_rt.tracker, &tp, c->callsite_depth,
+                           (uint32_t)c->max_sites, &thp, &hb_rt.cost);
 }
 
 /* Ranks launched with different environments must still take the same
@@ -75,9 +83,10 @@ static void agree_config(void)
 {
     uint64_t mine[2 * HB_CONFIG_NSHARED], min[2 * HB_CONFIG_NSHARED];
     hb_config_shared_pack(&hb_rt.cfg, mine);
-    if (PMPI_Allreduce(mine, min, 2 * HB_CONFIG_NSHARED, MPI_UINT64_T, MPI_MIN, MPI_COMM_WORLD) !=
-        MPI_SUCCESS) {
-        hb_rt.cfg.enable = 0; /* MPI's errors are fatal by default: not reached in practice */
+    if (PMPI_Allreduce(mine, min, 2 * HB_CONFIG_NSHARED, MPI_UINT64_T, MPI_MIN,
+                       MPI_COMM_WORLD) != MPI_SUCCESS) {
+        hb_rt.cfg.enable =
+            0; /* MPI's errors are fatal by default: not reached in practice */
         return;
     }
     hb_config_shared_apply(&hb_rt.cfg, min, warn_config, NULL);
@@ -92,8 +101,9 @@ static void start(struct hb_ctx *ctx)
     calibrate_and_connect(ctx);
     hb_datatypes_init();
     if (start_tracker())
-        hb_note("cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
-                hb_rt.cfg.hash_bits);
+        hb_note(
+            "cannot allocate the reuse table (2^%d buckets); hotbuf passes everything through",
+            hb_rt.cfg.hash_bits);
     else
         ctx->tracker = &hb_rt.tracker;
     hb_subsys_start_all(ctx);
@@ -108,8 +118,11 @@ void hb_runtime_after_init(int provided)
         return;
     hb_rt.init_done = 1;
     hb_nested++;
-    *ctx = (struct hb_ctx){.cfg = &hb_rt.cfg, .comm = MPI_COMM_NULL, .thread_level = provided,
-                           .cost = &hb_rt.cost, .rdma = &hb_rt.rdma};
+    *ctx = (struct hb_ctx){.cfg = &hb_rt.cfg,
+                           .comm = MPI_COMM_NULL,
+                           .thread_level = provided,
+                           .cost = &hb_rt.cost,
+                           .rdma = &hb_rt.rdma};
     PMPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
     hb_note_set_rank(ctx->rank);
@@ -118,7 +131,8 @@ void hb_runtime_after_init(int provided)
     if (!hb_rt.cfg.enable)
         goto out;
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm) != MPI_SUCCESS) {
-        hb_note("cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
+        hb_note(
+            "cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
         goto out;
     }
     /* From here on every rank takes part in the collectives at finalize,
@@ -163,5 +177,6 @@ __attribute__((destructor)) static void hb_runtime_at_exit(void)
 {
     if (hb_rt.tracking && !hb_rt.finalize_done && hb_rt.ctx.rank == 0)
         fprintf(stderr, "hotbuf: %s; no buffer-reuse report\n",
-                hb_rt.aborted ? "MPI_Abort was called" : "MPI_Finalize was not called");
+                hb_rt.aborted ? "MPI_Abort was called"
+                              : "MPI_Finalize was not called");
 }

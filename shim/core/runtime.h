@@ -23,17 +23,17 @@
 #include "track/tracker.h"
 
 struct hb_runtime {
-    int tracking;          /* wrappers record calls (set after init, cleared at finalize):
+    int tracking; /* wrappers record calls (set after init, cleared at finalize):
                               HB_TRACK_FAST, or HB_TRACK_LOCKED under MPI_THREAD_MULTIPLE */
-    int lock_needed;       /* MPI_THREAD_MULTIPLE: serialize the tracker */
+    int lock_needed; /* MPI_THREAD_MULTIPLE: serialize the tracker */
     atomic_flag lock;
     int init_done, finalize_done, aborted;
-    int collective;        /* joins the collectives at finalize (report, RDMA teardown) */
+    int collective; /* joins the collectives at finalize (report, RDMA teardown) */
     struct hb_config cfg;
     struct hb_costmodel cost;
     struct hb_tracker tracker;
     struct hb_rdma rdma;
-    struct hb_ctx ctx;     /* what subsystems get: points into the above */
+    struct hb_ctx ctx; /* what subsystems get: points into the above */
 };
 
 extern struct hb_runtime hb_rt;
@@ -61,7 +61,8 @@ static inline int hb_should_join(void)
 static inline void hb_lock(void)
 {
     if (hb_rt.lock_needed)
-        while (atomic_flag_test_and_set_explicit(&hb_rt.lock, memory_order_acquire))
+        while (atomic_flag_test_and_set_explicit(&hb_rt.lock,
+                                                 memory_order_acquire))
             ;
 }
 

@@ -12,15 +12,18 @@
 HB_SUBSYS_FOR_EACH(HB_SUBSYS_DECLARE)
 
 #define HB_SUBSYS_ENTRY(s) &s,
-static const struct hb_subsys *const subsystems[] = {HB_SUBSYS_FOR_EACH(HB_SUBSYS_ENTRY)};
+static const struct hb_subsys *const subsystems[] = {
+    HB_SUBSYS_FOR_EACH(HB_SUBSYS_ENTRY)};
 #define HB_NSUBSYS (sizeof(subsystems) / sizeof(subsystems[0]))
 
-_Static_assert(HB_NSUBSYS <= HB_REPORT_MAX_SECTIONS, "one report section per subsystem at most");
+_Static_assert(HB_NSUBSYS <= HB_REPORT_MAX_SECTIONS,
+               "one report section per subsystem at most");
 
 int hb_subsys_agree(const struct hb_ctx *ctx, int off, int able, int *any_able)
 {
     int local[2] = {off, able}, all[2] = {1, 0};
-    if (PMPI_Allreduce(local, all, 2, MPI_INT, MPI_MAX, ctx->comm) != MPI_SUCCESS)
+    if (PMPI_Allreduce(local, all, 2, MPI_INT, MPI_MAX, ctx->comm) !=
+        MPI_SUCCESS)
         all[0] = 1, all[1] = 0;
     if (any_able)
         *any_able = all[1];
@@ -83,9 +86,15 @@ void hb_subsys_report(const struct hb_ctx *ctx)
     size_t len;
     char *rec = summarize_all(ctx, &len);
     struct hb_report_input in = {
-        .comm = ctx->comm, .rank = ctx->rank, .size = ctx->size,
-        .thread_level = ctx->thread_level, .cfg = ctx->cfg, .cost = ctx->cost,
-        .tracker = ctx->tracker, .tp = &no_tp, .thresholds = no_thr,
+        .comm = ctx->comm,
+        .rank = ctx->rank,
+        .size = ctx->size,
+        .thread_level = ctx->thread_level,
+        .cfg = ctx->cfg,
+        .cost = ctx->cost,
+        .tracker = ctx->tracker,
+        .tp = &no_tp,
+        .thresholds = no_thr,
         .layout = {sec, sections(sec)},
     };
     if (ctx->tracker) {

@@ -33,20 +33,51 @@ static int dt_query(MPI_Datatype t, struct dtinfo *d)
 static size_t packed_predefined(struct dtinfo *out, size_t max)
 {
     const MPI_Datatype predefined[] = {
-        MPI_CHAR, MPI_SIGNED_CHAR, MPI_UNSIGNED_CHAR, MPI_BYTE, MPI_SHORT, MPI_UNSIGNED_SHORT,
-        MPI_INT, MPI_UNSIGNED, MPI_LONG, MPI_UNSIGNED_LONG, MPI_LONG_LONG,
-        MPI_UNSIGNED_LONG_LONG, MPI_FLOAT, MPI_DOUBLE, MPI_LONG_DOUBLE, MPI_C_BOOL,
-        MPI_INT8_T, MPI_INT16_T, MPI_INT32_T, MPI_INT64_T, MPI_UINT8_T, MPI_UINT16_T,
-        MPI_UINT32_T, MPI_UINT64_T, MPI_C_FLOAT_COMPLEX, MPI_C_DOUBLE_COMPLEX, MPI_INTEGER,
-        MPI_REAL, MPI_DOUBLE_PRECISION, MPI_COMPLEX, MPI_DOUBLE_COMPLEX, MPI_LOGICAL,
-        MPI_CHARACTER, MPI_AINT, MPI_OFFSET, MPI_WCHAR,
+        MPI_CHAR,
+        MPI_SIGNED_CHAR,
+        MPI_UNSIGNED_CHAR,
+        MPI_BYTE,
+        MPI_SHORT,
+        MPI_UNSIGNED_SHORT,
+        MPI_INT,
+        MPI_UNSIGNED,
+        MPI_LONG,
+        MPI_UNSIGNED_LONG,
+        MPI_LONG_LONG,
+        MPI_UNSIGNED_LONG_LONG,
+        MPI_FLOAT,
+        MPI_DOUBLE,
+        MPI_LONG_DOUBLE,
+        MPI_C_BOOL,
+        MPI_INT8_T,
+        MPI_INT16_T,
+        MPI_INT32_T,
+        MPI_INT64_T,
+        MPI_UINT8_T,
+        MPI_UINT16_T,
+        MPI_UINT32_T,
+        MPI_UINT64_T,
+        MPI_C_FLOAT_COMPLEX,
+        MPI_C_DOUBLE_COMPLEX,
+        MPI_INTEGER,
+        MPI_REAL,
+        MPI_DOUBLE_PRECISION,
+        MPI_COMPLEX,
+        MPI_DOUBLE_COMPLEX,
+        MPI_LOGICAL,
+        MPI_CHARACTER,
+        MPI_AINT,
+        MPI_OFFSET,
+        MPI_WCHAR,
     };
     size_t n = 0;
-    for (size_t i = 0; i < sizeof(predefined) / sizeof(predefined[0]) && n < max; i++) {
+    for (size_t i = 0;
+         i < sizeof(predefined) / sizeof(predefined[0]) && n < max; i++) {
         struct dtinfo d;
         if (predefined[i] == MPI_DATATYPE_NULL || dt_query(predefined[i], &d))
             continue;
-        if (d.true_lb != 0 || d.extent != d.size || d.true_extent != d.size || d.size <= 0)
+        if (d.true_lb != 0 || d.extent != d.size || d.true_extent != d.size ||
+            d.size <= 0)
             continue;
         int dup = 0; /* MPICH aliases some (MPI_INT32_T may be MPI_INT) */
         for (size_t k = 0; k < n; k++)
@@ -93,7 +124,8 @@ void hb_datatypes_init(void)
 /* The span a call touches is the true extent of count elements: for
  * derived types that can start before buf (negative lb) and have holes, so
  * the key is buf + true_lb, not buf. */
-static int use_of(const void *buf, int count, MPI_Datatype type, struct hb_use *u)
+static int use_of(const void *buf, int count, MPI_Datatype type,
+                  struct hb_use *u)
 {
     struct dtinfo tmp, *d = &tmp;
     if (count <= 0 || dt_query(type, &tmp))
@@ -113,7 +145,8 @@ uint16_t hb_track_site(unsigned op, void *ret)
     return site;
 }
 
-void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, uint16_t site)
+void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
+                  uint16_t site)
 {
     hb_lock();
     if (empty)
@@ -125,8 +158,8 @@ void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
 
 /* The site is looked up inside the lock together with the record: one
  * lock round trip per call. */
-static uint16_t track_here(unsigned op, const struct hb_use *u, int empty, int proc_null,
-                           void *ret)
+static uint16_t track_here(unsigned op, const struct hb_use *u, int empty,
+                           int proc_null, void *ret)
 {
     hb_lock();
     uint16_t site = hb_tracker_site(&hb_rt.tracker, op, ret);
@@ -138,15 +171,15 @@ static uint16_t track_here(unsigned op, const struct hb_use *u, int empty, int p
     return site;
 }
 
-int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, struct hb_use *u,
-                   int *proc_null)
+int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer,
+                   struct hb_use *u, int *proc_null)
 {
     *proc_null = peer == MPI_PROC_NULL;
     return *proc_null || use_of(buf, count, type, u) != 0;
 }
 
-void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
-                   void *ret)
+void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type,
+                   int peer, void *ret)
 {
     struct hb_use u;
     int proc_null;
@@ -154,8 +187,8 @@ void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, i
     track_here(op, &u, empty, proc_null, ret);
 }
 
-uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                            MPI_Comm comm, void *ret)
+uint16_t hb_track_allgather(const void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm, void *ret)
 {
     int n = 1, inter = 0;
     struct hb_use u;
@@ -166,16 +199,18 @@ uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype rec
     else
         PMPI_Comm_size(comm, &n);
     int64_t total = (int64_t)recvcount * n;
-    int empty = total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
+    int empty =
+        total > 0x7fffffff || use_of(recvbuf, (int)total, recvtype, &u) != 0;
     return track_here(HB_OP_ALLGATHER, &u, empty, 0, ret);
 }
 
-struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
-                                int peer, void *ret, uint16_t *site)
+struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count,
+                                MPI_Datatype type, int peer, void *ret,
+                                uint16_t *site)
 {
     const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
-    if (d->type == type && d->size && hb_rt.tracking == HB_TRACK_FAST && count > 0 &&
-        peer != MPI_PROC_NULL) { /* as hb_track's inline path */
+    if (d->type == type && d->size && hb_rt.tracking == HB_TRACK_FAST &&
+        count > 0 && peer != MPI_PROC_NULL) { /* as hb_track's inline path */
         uint64_t bytes = (uint64_t)count * d->size;
         struct hb_use u = {buf, bytes, bytes};
         *site = hb_tracker_site(&hb_rt.tracker, op, ret);
@@ -204,10 +239,12 @@ uint64_t hb_dt_contiguous_bytes(int count, MPI_Datatype type)
         return 0;
     if (d->type == type && d->size)
         return (uint64_t)count * d->size;
-    int ni, na, nd, combiner, size; /* not cached: a predefined type after all? */
+    int ni, na, nd, combiner,
+        size; /* not cached: a predefined type after all? */
     MPI_Aint lb, extent, tlb, textent;
     if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &combiner) != MPI_SUCCESS ||
-        combiner != MPI_COMBINER_NAMED || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+        combiner != MPI_COMBINER_NAMED ||
+        PMPI_Type_size(type, &size) != MPI_SUCCESS ||
         PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
         PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS)
         return 0;

@@ -35,19 +35,20 @@ static inline unsigned hb_dt_slot_of(MPI_Datatype t)
 }
 
 /* Any call: derived datatypes, zero counts, MPI_PROC_NULL, threads. */
-void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
-                   void *ret);
+void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type,
+                   int peer, void *ret);
 
 /* One call on buf (count x type) with peer (MPI_PROC_NULL: nothing moves).
  * The common case (a predefined type, a real peer, no thread lock) stays
  * inline in the wrapper. */
 static inline __attribute__((always_inline)) void
 hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
-                            void *ret)
+         void *ret)
 {
     const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
-    if (__builtin_expect(d->type == type && hb_rt.tracking == HB_TRACK_FAST && count > 0 &&
-                             peer != MPI_PROC_NULL && d->size, 1)) {
+    if (__builtin_expect(d->type == type && hb_rt.tracking == HB_TRACK_FAST &&
+                             count > 0 && peer != MPI_PROC_NULL && d->size,
+                         1)) {
         uint64_t bytes = (uint64_t)count * d->size;
         struct hb_use u = {buf, bytes, bytes};
         struct hb_tracker *t = &hb_rt.tracker;
@@ -60,15 +61,17 @@ hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
 /* The same in steps, for callers that compute the use and the call site
  * once and record them many times (persistent requests).  hb_use_compute returns nonzero
  * when the call moves nothing (zero bytes, MPI_PROC_NULL, bad datatype). */
-int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer, struct hb_use *u,
-                   int *proc_null);
+int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer,
+                   struct hb_use *u, int *proc_null);
 uint16_t hb_track_site(unsigned op, void *ret);
-void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null, uint16_t site);
+void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
+                  uint16_t site);
 
 /* One call, like hb_track, for callers that go on to route it: returns the
  * buffer's table entry (NULL: untracked or nothing moves) and the site. */
-struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Datatype type,
-                                int peer, void *ret, uint16_t *site);
+struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count,
+                                MPI_Datatype type, int peer, void *ret,
+                                uint16_t *site);
 
 /* Bytes of count elements of a predefined type whose elements are packed
  * end to end; 0 for anything else.  Derived types count as "else" even
@@ -77,14 +80,15 @@ struct hb_entry *hb_track_entry(unsigned op, const void *buf, int count, MPI_Dat
 uint64_t hb_dt_contiguous_bytes(int count, MPI_Datatype type);
 
 /* Allgather: the receive buffer holds comm_size blocks of recvcount x recvtype. */
-uint16_t hb_track_allgather(const void *recvbuf, int recvcount, MPI_Datatype recvtype,
-                            MPI_Comm comm, void *ret); /* returns the call site */
+uint16_t hb_track_allgather(const void *recvbuf, int recvcount,
+                            MPI_Datatype recvtype, MPI_Comm comm,
+                            void *ret); /* returns the call site */
 
 /* Persistent sends: remembered at *_init, counted at every Start.
  * Implemented by the persist subsystem (persist/persist.c); declared here,
  * where the bindings look for the tracking calls. */
-void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MPI_Datatype type,
-                    int peer, void *ret);
+void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count,
+                    MPI_Datatype type, int peer, void *ret);
 void hb_persist_start(MPI_Request req);
 void hb_persist_remove(MPI_Request req);
 

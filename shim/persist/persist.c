@@ -11,11 +11,11 @@
 #include "core/track_mpi.h"
 
 struct persist_req {
-    uint64_t key;          /* the MPI_Request handle's bits */
+    uint64_t key; /* the MPI_Request handle's bits */
     unsigned op;
     struct hb_use use;
     int empty, proc_null;
-    uint16_t site;         /* call site of the *_init call */
+    uint16_t site; /* call site of the *_init call */
     UT_hash_handle hh;
 };
 
@@ -31,8 +31,8 @@ static uint64_t req_key(MPI_Request r)
     return k;
 }
 
-void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MPI_Datatype type,
-                    int peer, void *ret)
+void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count,
+                    MPI_Datatype type, int peer, void *ret)
 {
     struct persist_req *p = calloc(1, sizeof(*p)), *old;
     if (!p)
@@ -44,7 +44,8 @@ void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count, MP
     hb_lock();
     HASH_REPLACE(hh, persist.requests, key, sizeof(uint64_t), p, old);
     hb_unlock();
-    free(old); /* a handle the MPI library reused without a Request_free we saw */
+    free(
+        old); /* a handle the MPI library reused without a Request_free we saw */
 }
 
 void hb_persist_start(MPI_Request req)
@@ -83,6 +84,8 @@ static void stop(const struct hb_ctx *ctx)
     }
 }
 
+/* clang-format off */
 const struct hb_subsys hb_persist_subsys = {
     .name = "persist", .stop = stop,
 };
+/* clang-format on */

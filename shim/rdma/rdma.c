@@ -20,21 +20,23 @@ void hb_rdma_prepare_fork(struct hb_rdma *r)
 static int allgather(const void *mine, void *all, size_t bytes, void *ctx)
 {
     MPI_Comm comm = *(MPI_Comm *)ctx;
-    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, comm) ==
-                   MPI_SUCCESS
+    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                          comm) == MPI_SUCCESS
                ? 0
                : -1;
 }
 
 /* The monitor per HOTBUF_MEMMON; 1 if it runs (muted or not). */
-static int start_memmon(struct hb_rdma *r, const struct hb_config *cfg, char *why, size_t len)
+static int start_memmon(struct hb_rdma *r, const struct hb_config *cfg,
+                        char *why, size_t len)
 {
     if (cfg->memmon == HB_MEMMON_NONE) {
         snprintf(why, len, "HOTBUF_MEMMON=none");
         return 0;
     }
     unsigned flags = cfg->memmon == HB_MEMMON_OFF ? HB_MEMMON_F_MUTED : 0;
-    return hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, r->cache, flags, why, len) == 0;
+    return hb_memmon_start((hb_memmon_cb)hb_regcache_invalidate, r->cache,
+                           flags, why, len) == 0;
 }
 
 /* The cache exists only with a monitor: without one a registration could
@@ -44,8 +46,9 @@ static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
     char why[200] = "";
     size_t max_bytes = cfg->regcache_bytes ? (size_t)cfg->regcache_bytes
                                            : hb_regcache_default_max_bytes();
-    if (hb_regcache_create(&hb_regcache_verbs_watched_ops, hb_transport_pd(r->tr),
-                           (size_t)cfg->regcache_entries, max_bytes, &r->cache)) {
+    if (hb_regcache_create(
+            &hb_regcache_verbs_watched_ops, hb_transport_pd(r->tr),
+            (size_t)cfg->regcache_entries, max_bytes, &r->cache)) {
         r->cache = NULL;
         snprintf(why, sizeof(why), "no memory for the registration cache");
     } else if (!(r->memmon_active = start_memmon(r, cfg, why, sizeof(why)))) {
@@ -57,19 +60,21 @@ static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
     hb_transport_get_info(r->tr, &info);
     if (info.gid_index >= 0)
         snprintf(gid, sizeof(gid), " GID index %d", info.gid_index);
-    hb_why(r->status, sizeof(r->status), "RDMA on %s port %d (%s%s)", info.device, info.port,
-           info.gid_type, gid);
+    hb_why(r->status, sizeof(r->status), "RDMA on %s port %d (%s%s)",
+           info.device, info.port, info.gid_type, gid);
     if (!r->cache)
-        hb_why_append(r->status, sizeof(r->status),
-                      "; application buffers are not registered: memory monitor unavailable (%s)",
-                      why);
+        hb_why_append(
+            r->status, sizeof(r->status),
+            "; application buffers are not registered: memory monitor unavailable (%s)",
+            why);
     else if (cfg->memmon == HB_MEMMON_OFF)
-        hb_why_append(r->status, sizeof(r->status),
-                      "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
+        hb_why_append(
+            r->status, sizeof(r->status),
+            "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
 }
 
-int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
-                  MPI_Comm comm)
+int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank,
+                  int size, MPI_Comm comm)
 {
     struct hb_transport_params p;
     char why[200] = "";
@@ -81,12 +86,14 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int 
         r->tr = NULL;
         /* every rank joins the bootstrap, also one whose open failed */
         hb_transport_bootstrap_absent(size, allgather, &comm);
-    } else if (hb_transport_bootstrap(r->tr, allgather, &comm, why, sizeof(why))) {
+    } else if (hb_transport_bootstrap(r->tr, allgather, &comm, why,
+                                      sizeof(why))) {
         hb_transport_close(r->tr, NULL, 0);
         r->tr = NULL;
     }
     if (!r->tr) {
-        snprintf(r->status, sizeof(r->status), "RDMA off (%s): tracking and report only", why);
+        snprintf(r->status, sizeof(r->status),
+                 "RDMA off (%s): tracking and report only", why);
         return -1;
     }
     start_cache(r, cfg);
@@ -101,8 +108,10 @@ static void summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
     struct hb_transport_mem m;
     hb_transport_get_mem(r->tr, &m);
     *s = (struct hb_rdma_summary){
-        .up = 1, .peers_connected = m.peers_connected,
-        .peers_failed = m.peers_failed, .transport_bytes = m.total_bytes,
+        .up = 1,
+        .peers_connected = m.peers_connected,
+        .peers_failed = m.peers_failed,
+        .transport_bytes = m.total_bytes,
         .per_peer_bytes = m.per_peer_bytes,
     };
     if (r->cache) {
@@ -121,7 +130,8 @@ static void summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
     }
 }
 
-int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_region **out)
+int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
+                     struct hb_region **out)
 {
     if (r->memmon_active)
         hb_memmon_sync();
@@ -144,7 +154,8 @@ static void add_failed(void *ctx, int peer, const char *reason)
     snprintf(p->reason, sizeof(p->reason), "%s", reason);
 }
 
-void hb_rdma_summarize(const struct hb_rdma *r, int rank, struct hb_rdma_record *rec)
+void hb_rdma_summarize(const struct hb_rdma *r, int rank,
+                       struct hb_rdma_record *rec)
 {
     struct failed_ctx f = {rank, rec};
     memset(rec, 0, sizeof(*rec));

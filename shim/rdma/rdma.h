@@ -23,8 +23,8 @@ struct hb_regcache;
 struct hb_region;
 
 struct hb_rdma {
-    struct hb_transport *tr;      /* NULL: RDMA pass-through */
-    struct hb_regcache *cache;    /* NULL: user buffers are not registered */
+    struct hb_transport *tr;   /* NULL: RDMA pass-through */
+    struct hb_regcache *cache; /* NULL: user buffers are not registered */
     int memmon_active;
     char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
 };
@@ -34,19 +34,21 @@ void hb_rdma_prepare_fork(struct hb_rdma *r);
 
 /* Collective over comm (one allgather).  Never fails the job: on error r->tr
  * stays NULL and r->status says why.  Returns 0 when the transport is up. */
-int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank, int size,
-                  MPI_Comm comm);
+int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank,
+                  int size, MPI_Comm comm);
 
 /* This rank's record of the RDMA report section (rdma_stats.h): figures,
  * failed peers (at most HB_FAILED_PEERS), status line. */
-void hb_rdma_summarize(const struct hb_rdma *r, int rank, struct hb_rdma_record *rec);
+void hb_rdma_summarize(const struct hb_rdma *r, int rank,
+                       struct hb_rdma_record *rec);
 
 /* A referenced registration of [addr, addr+len) from the cache, after
  * waiting for every address-space change already begun in any thread to
  * reach the cache (hb_memmon_sync): without that wait a buffer freed and
  * reallocated by another thread a moment ago could still map to the old
  * pages' registration.  0, or the cache's error (then use PMPI). */
-int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len, struct hb_region **out);
+int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
+                     struct hb_region **out);
 
 /* Collective: a barrier (no peer may still write into our memory), then
  * close everything. */

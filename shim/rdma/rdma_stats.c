@@ -3,8 +3,10 @@
 
 #include <string.h>
 
-_Static_assert(sizeof(struct hb_rdma_record) % 8 == 0, "records concatenate unpadded");
-_Static_assert(sizeof(struct hb_rdma_report) % 8 == 0, "records concatenate unpadded");
+_Static_assert(sizeof(struct hb_rdma_record) % 8 == 0,
+               "records concatenate unpadded");
+_Static_assert(sizeof(struct hb_rdma_report) % 8 == 0,
+               "records concatenate unpadded");
 
 static void max_into(uint64_t *to, uint64_t v)
 {
@@ -12,7 +14,8 @@ static void max_into(uint64_t *to, uint64_t v)
         *to = v;
 }
 
-static void merge_summary(struct hb_rdma_summary *to, const struct hb_rdma_summary *s)
+static void merge_summary(struct hb_rdma_summary *to,
+                          const struct hb_rdma_summary *s)
 {
     to->up += s->up;
     to->peers_connected += s->peers_connected;
@@ -33,7 +36,8 @@ static void merge(void *acc, const void *rec)
     const struct hb_rdma_record *rs = rec;
     merge_summary(&r->s, &rs->s);
     for (uint32_t i = 0; i < rs->nfailed && i < HB_FAILED_PEERS &&
-                         r->nfailed < HB_FAILED_PEERS_SHOWN; i++)
+                         r->nfailed < HB_FAILED_PEERS_SHOWN;
+         i++)
         r->failed[r->nfailed++] = rs->failed[i];
     if (!r->status[0]) { /* never trust a received string */
         memcpy(r->status, rs->status, sizeof(r->status));
@@ -59,18 +63,24 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
     fprintf(out, "rdma: %s\n", d->status[0] ? d->status : "-");
     if (!s->up)
         return;
-    fprintf(out, "  up on %llu of %d rank(s); peers connected %llu, failed %llu; transport "
-                 "memory %s per rank at most, %s per connected peer\n",
-            (unsigned long long)s->up, r->nranks, (unsigned long long)s->peers_connected,
-            (unsigned long long)s->peers_failed,
-            hb_report_bytes((double)s->transport_bytes, b1, sizeof(b1)),
-            hb_report_bytes((double)s->per_peer_bytes, b2, sizeof(b2)));
-    fprintf(out, "  registration cache: %llu regions, %s pinned at most on a rank, %llu hits, "
-                 "%llu misses, %llu invalidated by the memory monitor (%llu events)\n",
-            (unsigned long long)s->cache_entries,
-            hb_report_bytes((double)s->cache_pinned, b3, sizeof(b3)),
-            (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
-            (unsigned long long)s->cache_invalidations, (unsigned long long)s->memmon_events);
+    fprintf(
+        out,
+        "  up on %llu of %d rank(s); peers connected %llu, failed %llu; transport "
+        "memory %s per rank at most, %s per connected peer\n",
+        (unsigned long long)s->up, r->nranks,
+        (unsigned long long)s->peers_connected,
+        (unsigned long long)s->peers_failed,
+        hb_report_bytes((double)s->transport_bytes, b1, sizeof(b1)),
+        hb_report_bytes((double)s->per_peer_bytes, b2, sizeof(b2)));
+    fprintf(
+        out,
+        "  registration cache: %llu regions, %s pinned at most on a rank, %llu hits, "
+        "%llu misses, %llu invalidated by the memory monitor (%llu events)\n",
+        (unsigned long long)s->cache_entries,
+        hb_report_bytes((double)s->cache_pinned, b3, sizeof(b3)),
+        (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
+        (unsigned long long)s->cache_invalidations,
+        (unsigned long long)s->memmon_events);
     text_failed(out, d);
 }
 
@@ -78,7 +88,8 @@ static void json_failed(FILE *out, const struct hb_rdma_report *d)
 {
     fprintf(out, ", \"failed_peers\": [");
     for (uint32_t i = 0; i < d->nfailed; i++) {
-        fprintf(out, "%s{\"rank\": %d, \"peer\": %d, \"reason\": ", i ? ", " : "",
+        fprintf(out,
+                "%s{\"rank\": %d, \"peer\": %d, \"reason\": ", i ? ", " : "",
                 d->failed[i].rank, d->failed[i].peer);
         hb_report_json_string(out, d->failed[i].reason);
         fprintf(out, "}");
@@ -93,14 +104,17 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     (void)r;
     fprintf(out, "{\"status\": ");
     hb_report_json_string(out, d->status);
-#define HB_RDMA_JSON(f, key) fprintf(out, ", \"%s\": %llu", key, (unsigned long long)s->f);
+#define HB_RDMA_JSON(f, key)                                                   \
+    fprintf(out, ", \"%s\": %llu", key, (unsigned long long)s->f);
     HB_RDMA_FIELDS(HB_RDMA_JSON)
 #undef HB_RDMA_JSON
     json_failed(out, d);
 }
 
+/* clang-format off */
 const struct hb_report_section hb_rdma_section = {
     .name = "rdma", .record_size = sizeof(struct hb_rdma_record),
     .acc_size = sizeof(struct hb_rdma_report), .merge = merge,
     .render_text = render_text, .render_json = render_json,
 };
+/* clang-format on */

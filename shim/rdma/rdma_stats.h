@@ -19,7 +19,7 @@ struct hb_failed_peer {
 
 /* One rank's RDMA figures: field, JSON key of the merged value. */
 #define HB_RDMA_FIELDS(_)                                                      \
-    _(up, "ranks_up")             /* 1 if the transport is open */             \
+    _(up, "ranks_up") /* 1 if the transport is open */                         \
     _(peers_connected, "peers_connected")                                      \
     _(peers_failed, "peers_failed")                                            \
     _(transport_bytes, "transport_bytes_max")                                  \
@@ -40,16 +40,16 @@ struct hb_rdma_summary {
 /* One rank's record. */
 struct hb_rdma_record {
     struct hb_rdma_summary s;
-    uint32_t nfailed, pad;        /* failed peers listed below */
+    uint32_t nfailed, pad; /* failed peers listed below */
     struct hb_failed_peer failed[HB_FAILED_PEERS];
     char status[HB_RDMA_STATUS_LEN]; /* the one-line RDMA status */
 };
 
 /* All ranks merged. */
 struct hb_rdma_report {
-    struct hb_rdma_summary s;     /* sums, except: up = ranks up, transport_bytes,
+    struct hb_rdma_summary s; /* sums, except: up = ranks up, transport_bytes,
                                      per_peer_bytes and cache_pinned = the largest rank's */
-    uint32_t nfailed, pad;        /* the first failed peers, by rank */
+    uint32_t nfailed, pad;    /* the first failed peers, by rank */
     struct hb_failed_peer failed[HB_FAILED_PEERS_SHOWN];
     char status[HB_RDMA_STATUS_LEN]; /* the first rank's (rank 0's) */
 };

@@ -47,20 +47,22 @@ struct hb_class_summary {
     uint64_t zero_calls, proc_null_calls;
     HB_BUFFER_SUMS(HB_COUNTER_FIELD)
     uint64_t max_reuse;
-    uint64_t top_size[HB_TOP_SIZES], top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
-    uint64_t distinct_sizes;   /* counted exactly (merged: the most on a rank) */
-    uint64_t other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
-    double saving_ns;       /* hot calls x C(own size) - R per registration */
-    double lookup_ns;       /* tracked calls x V: what tracking itself costs */
+    uint64_t top_size[HB_TOP_SIZES],
+        top_size_calls[HB_TOP_SIZES]; /* by calls, descending */
+    uint64_t distinct_sizes; /* counted exactly (merged: the most on a rank) */
+    uint64_t
+        other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
+    double saving_ns;     /* hot calls x C(own size) - R per registration */
+    double lookup_ns;     /* tracked calls x V: what tracking itself costs */
 };
 
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
     uint64_t table_entries, table_hot, table_memory, max_chain;
-    uint64_t stopped;                 /* enum hb_stop_reason */
+    uint64_t stopped; /* enum hb_stop_reason */
     uint64_t stopped_after_entries, stopped_after_calls;
     uint64_t sites, site_overflow_calls;
-    uint64_t nsites;                  /* site summaries this rank sends */
+    uint64_t nsites; /* site summaries this rank sends */
 };
 
 struct hb_site_buffer {
@@ -70,9 +72,9 @@ struct hb_site_buffer {
 
 struct hb_site_summary {
     char name[HB_NAME_LEN];
-    uint32_t op, ranks;               /* ranks: how many ranks have this site */
+    uint32_t op, ranks; /* ranks: how many ranks have this site */
     HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
-    uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL: no buffer */
+    uint64_t empty_calls; /* zero-byte or MPI_PROC_NULL: no buffer */
     HB_BUFFER_SUMS(HB_COUNTER_FIELD)
     uint64_t max_reuse;
     double saving_ns;
@@ -85,9 +87,9 @@ struct hb_site_summary {
 struct hb_report;
 
 struct hb_report_section {
-    const char *name;                 /* JSON key */
-    size_t record_size;               /* one rank's record */
-    size_t acc_size;                  /* the merged record; 0: record_size */
+    const char *name;   /* JSON key */
+    size_t record_size; /* one rank's record */
+    size_t acc_size;    /* the merged record; 0: record_size */
     /* Folds one rank's record into acc (zeroed at first; ranks in order).
      * NULL: both are structs of uint64_t counters, summed. */
     void (*merge)(void *acc, const void *rec);
@@ -105,33 +107,34 @@ struct hb_report_layout {
 
 /* One class after merging all ranks. */
 struct hb_class_report {
-    struct hb_class_summary sum;      /* sums; max_reuse is the maximum */
-    uint32_t ranks;                   /* ranks with at least one call */
+    struct hb_class_summary sum; /* sums; max_reuse is the maximum */
+    uint32_t ranks;              /* ranks with at least one call */
     uint64_t max_reuse_min, max_reuse_max;
-    double max_reuse_avg;             /* of the per-rank maximum reuse counts */
+    double max_reuse_avg; /* of the per-rank maximum reuse counts */
     uint64_t freq_size_min, freq_size_max;
-    double freq_size_avg;             /* of the per-rank most frequent sizes */
+    double freq_size_avg; /* of the per-rank most frequent sizes */
 };
 
 struct hb_report {
     int nranks;
     struct hb_class_report cls[HB_OP_COUNT];
-    uint64_t entries_total, entries_max, hot_entries_total, memory_max, max_chain;
-    uint32_t ranks_adapted, ranks_full;         /* ranks whose table stopped growing */
+    uint64_t entries_total, entries_max, hot_entries_total, memory_max,
+        max_chain;
+    uint32_t ranks_adapted, ranks_full; /* ranks whose table stopped growing */
     /* Earliest stop over the ranks, per reason ([0] adapted, [1] full). */
     uint64_t stopped_after_calls_min[2], stopped_after_entries_min[2];
     uint64_t sites_total, site_overflow_calls;
-    struct hb_site_summary *sites;              /* merged, by calls descending */
+    struct hb_site_summary *sites; /* merged, by calls descending */
     size_t nsites;
     /* Site records not merged, and their calls: their site was new when
      * rank 0's table already held site_cap sites (or memory ran out). */
     uint64_t sites_left_out, site_calls_left_out;
-    struct hb_report_layout layout;             /* the sections, in order */
-    void *acc[HB_REPORT_MAX_SECTIONS];          /* their merged records */
+    struct hb_report_layout layout;    /* the sections, in order */
+    void *acc[HB_REPORT_MAX_SECTIONS]; /* their merged records */
     /* Merge state, between hb_report_merge_begin and _end. */
     size_t site_cap, site_room, max_buffers, hash_size;
-    uint32_t *site_hash;                  /* index + 1 into sites; 0: free */
-    uint32_t sized[HB_OP_COUNT];                /* ranks with a frequent size */
+    uint32_t *site_hash;         /* index + 1 into sites; 0: free */
+    uint32_t sized[HB_OP_COUNT]; /* ranks with a frequent size */
 };
 
 /* What the report says about the run besides the counts. */
@@ -139,7 +142,7 @@ struct hb_report_context {
     const struct hb_config *cfg;
     const struct hb_costmodel *cost;
     const struct hb_threshold_params *tp;
-    const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
+    const uint32_t *thresholds; /* HB_SIZE_CLASSES entries */
     const char *mpi_library;
     const char *thread_level;
     char notes[HB_MAX_NOTES][HB_NOTE_LEN];
@@ -153,13 +156,13 @@ struct hb_report_context {
 #define HB_REPORT_BUDGET ((size_t)64 << 20) /* rank 0's memory for it */
 
 struct hb_gather_plan {
-    size_t max_sites;       /* site records each rank sends, at most */
-    int msg_count;          /* one rank's message in bytes (an MPI count) */
-    int batch;              /* ranks whose messages rank 0 holds at once */
-    int rounds;             /* batches, for ranks 1..nranks-1 */
-    long long max_displ;    /* largest byte offset given to MPI */
-    size_t site_cap;        /* distinct sites rank 0 merges (then: left out) */
-    size_t root_bytes;      /* rank 0's memory for all of it, at most */
+    size_t max_sites;    /* site records each rank sends, at most */
+    int msg_count;       /* one rank's message in bytes (an MPI count) */
+    int batch;           /* ranks whose messages rank 0 holds at once */
+    int rounds;          /* batches, for ranks 1..nranks-1 */
+    long long max_displ; /* largest byte offset given to MPI */
+    size_t site_cap;     /* distinct sites rank 0 merges (then: left out) */
+    size_t root_bytes;   /* rank 0's memory for all of it, at most */
 };
 
 /* Returns 0, or -1 when even one rank's message cannot fit the budget. */
@@ -174,9 +177,10 @@ size_t hb_report_record_size(const struct hb_report_layout *l);
  * and their site summaries (sites[i] holds rank i's site records,
  * nsites of them).  Keeps at most max_sites sites and max_buffers buffers
  * per site.  Returns 0 or -1 (no memory); free r either way. */
-int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
-                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
-                    size_t max_buffers);
+int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l,
+                    const void *records, int nranks,
+                    const struct hb_site_summary *const *sites,
+                    size_t max_sites, size_t max_buffers);
 void hb_report_free(struct hb_report *r);
 
 /* The same, one rank at a time, so that rank 0 never holds every rank's
@@ -202,17 +206,18 @@ double hb_site_reuse_pct(const struct hb_site_summary *s);
 
 /* Helpers for the sections' renderers. */
 const char *hb_report_bytes(double v, char *buf, size_t len); /* "1.5 KiB" */
-void hb_report_json_string(FILE *out, const char *s);         /* quoted, escaped */
+void hb_report_json_string(FILE *out, const char *s); /* quoted, escaped */
 /* "name N, name N" for the nonzero counts[first..count), or "none". */
-void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
-                           const char *const *names);
+void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first,
+                           unsigned count, const char *const *names);
 /* {"name": N, ...} for counts[first..count). */
-void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
-                           const char *const *names);
+void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first,
+                           unsigned count, const char *const *names);
 /* Opens a subsystem's object with what it serves: {"WHAT": total,
  * "WHAT_rdma": rdma, "WHAT_pmpi": {reason: count, ...} (the caller adds
  * its other keys and the closing brace). */
-void hb_report_json_served(FILE *out, const char *what, uint64_t total, uint64_t rdma,
-                           const uint64_t *pmpi, unsigned count, const char *const *names);
+void hb_report_json_served(FILE *out, const char *what, uint64_t total,
+                           uint64_t rdma, const uint64_t *pmpi, unsigned count,
+                           const char *const *names);
 
 #endif

@@ -26,14 +26,14 @@ enum { SET_MODE, SET_SITES, SET_BUFFERS, SET_COUNT };
  * still be agreed on. */
 struct gather {
     int set[SET_COUNT];
-    size_t rsize;                     /* bytes of one rank's record */
+    size_t rsize; /* bytes of one rank's record */
     struct hb_gather_plan plan;
-    char *msg;                        /* this rank's record, then its sites */
+    char *msg; /* this rank's record, then its sites */
     size_t msg_len;
-    char *batch;                      /* rank 0: one batch of messages */
-    MPI_Request *req;                 /* rank 0: receives, then tokens */
+    char *batch;      /* rank 0: one batch of messages */
+    MPI_Request *req; /* rank 0: receives, then tokens */
     MPI_Status *st;
-    struct hb_report r;               /* rank 0: merged so far */
+    struct hb_report r; /* rank 0: merged so far */
 };
 
 static const char *thread_level_name(int level)
@@ -87,7 +87,8 @@ static void write_one(const char *prefix, int json, const struct hb_report *r,
     snprintf(path, sizeof(path), "%s.%s", prefix, json ? "json" : "txt");
     FILE *f = fopen(path, "w");
     if (!f) {
-        fprintf(stderr, "hotbuf: cannot write %s; report follows on stderr\n", path);
+        fprintf(stderr, "hotbuf: cannot write %s; report follows on stderr\n",
+                path);
         render(stderr, json, r, ctx);
         return;
     }
@@ -95,11 +96,14 @@ static void write_one(const char *prefix, int json, const struct hb_report *r,
     fclose(f);
 }
 
-static void write_report(const struct hb_report_input *in, int mode, const struct hb_report *r)
+static void write_report(const struct hb_report_input *in, int mode,
+                         const struct hb_report *r)
 {
     struct hb_report_context ctx = {
-        .cfg = in->cfg, .cost = in->cost,
-        .tp = in->tp, .thresholds = in->thresholds,
+        .cfg = in->cfg,
+        .cost = in->cost,
+        .tp = in->tp,
+        .thresholds = in->thresholds,
         .thread_level = thread_level_name(in->thread_level),
         .nnotes = in->nnotes,
     };
@@ -152,7 +156,10 @@ static int root_setup(struct gather *g, const struct hb_report_input *in)
     g->st = malloc(2 * n * sizeof(*g->st));
     int ok = g->batch && g->req && g->st;
     return hb_report_merge_begin(&g->r, &in->layout, g->plan.site_cap,
-                                 (size_t)g->set[SET_BUFFERS]) || !ok ? -1 : 0;
+                                 (size_t)g->set[SET_BUFFERS]) ||
+                   !ok
+               ? -1
+               : 0;
 }
 
 /* Rank 0's settings decide for all: a rank with a different environment
@@ -167,10 +174,9 @@ static int agree(const struct hb_report_input *in, struct gather *g)
     PMPI_Bcast(g->set, SET_COUNT, MPI_INT, 0, in->comm);
     if (g->set[SET_MODE] == HB_REPORT_OFF)
         return HB_REPORT_OFF;
-    int failed = hb_report_gather_plan(in->size, g->rsize,
-                                       sizeof(struct hb_site_summary),
-                                       (size_t)g->set[SET_SITES],
-                                       HB_REPORT_BUDGET, &g->plan) ||
+    int failed = hb_report_gather_plan(
+                     in->size, g->rsize, sizeof(struct hb_site_summary),
+                     (size_t)g->set[SET_SITES], HB_REPORT_BUDGET, &g->plan) ||
                  local_message(in, g) || (in->rank == 0 && root_setup(g, in));
     int any = 1;
     PMPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, in->comm);
@@ -220,8 +226,8 @@ static void root_collect(const struct hb_report_input *in, struct gather *g)
 {
     fold_message(g, g->msg, (int)g->msg_len);
     for (int first = 1; first < in->size; first += g->plan.batch) {
-        int k = in->size - first < g->plan.batch ? in->size - first
-                                                  : g->plan.batch;
+        int k =
+            in->size - first < g->plan.batch ? in->size - first : g->plan.batch;
         receive_batch(in, g, first, k);
     }
     hb_report_merge_end(&g->r, (size_t)g->set[SET_SITES]);

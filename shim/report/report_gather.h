@@ -10,15 +10,17 @@
 
 /* What the report needs from the runtime at finalize. */
 struct hb_report_input {
-    MPI_Comm comm;                    /* every rank of it calls hb_report_at_finalize */
+    MPI_Comm comm; /* every rank of it calls hb_report_at_finalize */
     int rank, size, thread_level;
     const struct hb_config *cfg;
     const struct hb_costmodel *cost;
-    const struct hb_tracker *tracker; /* NULL: this rank has none (reports nothing) */
-    const struct hb_threshold_params *tp; /* the thresholds, also without a tracker */
-    const uint32_t *thresholds;       /* HB_SIZE_CLASSES entries */
-    struct hb_report_layout layout;   /* the same on every rank */
-    const void *sections;             /* this rank's section records, in layout order */
+    const struct hb_tracker
+        *tracker; /* NULL: this rank has none (reports nothing) */
+    const struct hb_threshold_params
+        *tp;                        /* the thresholds, also without a tracker */
+    const uint32_t *thresholds;     /* HB_SIZE_CLASSES entries */
+    struct hb_report_layout layout; /* the same on every rank */
+    const void *sections; /* this rank's section records, in layout order */
     const char (*notes)[HB_NOTE_LEN];
     int nnotes;
 };

@@ -15,7 +15,7 @@ struct walk {
     struct hb_site_summary *site_agg; /* indexed by site id */
     size_t max_buffers;
     int rank;
-    struct hb_size_hist *sizes;       /* [HB_OP_COUNT]: closed runs + open ones */
+    struct hb_size_hist *sizes; /* [HB_OP_COUNT]: closed runs + open ones */
 };
 
 void hb_top_buffers_insert(struct hb_site_buffer *top, uint32_t *n, size_t cap,
@@ -58,8 +58,12 @@ static void visit_entry(const struct hb_entry *e, void *arg)
     if (e->uses > s->max_reuse)
         s->max_reuse = e->uses;
     struct hb_site_buffer b = {
-        .addr = e->key & ((1ull << 56) - 1), .size = e->max_size, .uses = e->uses,
-        .hot_uses = e->hot_uses + run.hot, .rank = w->rank, .hot = e->hot,
+        .addr = e->key & ((1ull << 56) - 1),
+        .size = e->max_size,
+        .uses = e->uses,
+        .hot_uses = e->hot_uses + run.hot,
+        .rank = w->rank,
+        .hot = e->hot,
     };
     hb_top_buffers_insert(s->top, &s->ntop, w->max_buffers, &b);
 }
@@ -69,13 +73,15 @@ static void top_sizes(struct walk *w)
 {
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         struct hb_class_summary *c = &w->rs->cls[op];
-        hb_size_hist_top(&w->sizes[op], c->top_size, c->top_size_calls, HB_TOP_SIZES);
+        hb_size_hist_top(&w->sizes[op], c->top_size, c->top_size_calls,
+                         HB_TOP_SIZES);
         c->distinct_sizes = w->sizes[op].distinct;
         c->other_size_calls = w->sizes[op].other_calls;
     }
 }
 
-static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel *cm,
+static void copy_counters(const struct hb_tracker *t,
+                          const struct hb_costmodel *cm,
                           struct hb_rank_summary *rs)
 {
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
@@ -84,8 +90,10 @@ static void copy_counters(const struct hb_tracker *t, const struct hb_costmodel 
         HB_CALL_COUNTERS(HB_COUNTER_COPY)
         c->zero_calls = s->zero_calls;
         c->proc_null_calls = s->proc_null_calls;
-        c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) * cm->lookup_ns;
-        c->saving_ns = t->saving_ns[op]; /* closed runs; visit_entry adds open ones */
+        c->lookup_ns = (double)(s->calls - s->zero_calls - s->proc_null_calls) *
+                       cm->lookup_ns;
+        c->saving_ns =
+            t->saving_ns[op]; /* closed runs; visit_entry adds open ones */
     }
     rs->table_entries = t->table.entries;
     rs->table_hot = t->table.hot_entries;
@@ -107,12 +115,13 @@ static int cmp_site_calls(const void *a, const void *b, void *arg)
 
 /* Moves the busiest max_sites sites, symbolized, to the front of agg
  * (indexed by site id on entry).  Returns how many. */
-static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *agg,
-                         size_t max_sites)
+static size_t pick_sites(const struct hb_sites *sites,
+                         struct hb_site_summary *agg, size_t max_sites)
 {
     const uint32_t n = sites->count;
     uint32_t *ids = malloc(n * sizeof(*ids));
-    struct hb_site_summary *picked = calloc(max_sites ? max_sites : 1, sizeof(*picked));
+    struct hb_site_summary *picked =
+        calloc(max_sites ? max_sites : 1, sizeof(*picked));
     if (!ids || !picked) {
         free(ids);
         free(picked);
@@ -123,7 +132,8 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
     qsort_r(ids, n, sizeof(*ids), cmp_site_calls, (void *)sites);
     size_t keep = 0;
     struct hb_symbolizer *sym = hb_symbolizer_open();
-    for (uint32_t i = 0; i < n && keep < max_sites && sites->site[ids[i]].calls; i++) {
+    for (uint32_t i = 0; i < n && keep < max_sites && sites->site[ids[i]].calls;
+         i++) {
         const struct hb_site *s = &sites->site[ids[i]];
         struct hb_site_summary *a = &picked[keep++];
         *a = agg[ids[i]];
@@ -146,15 +156,20 @@ static size_t pick_sites(const struct hb_sites *sites, struct hb_site_summary *a
     return keep;
 }
 
-int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, int rank,
-                    size_t max_sites, size_t max_buffers, struct hb_rank_summary *rs,
+int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm,
+                    int rank, size_t max_sites, size_t max_buffers,
+                    struct hb_rank_summary *rs,
                     struct hb_site_summary **out_sites)
 {
     memset(rs, 0, sizeof(*rs));
     *out_sites = NULL;
     copy_counters(t, cm, rs);
-    struct walk w = {.t = t, .rs = rs, .rank = rank,
-                     .max_buffers = max_buffers > HB_TOP_BUFFERS ? HB_TOP_BUFFERS : max_buffers};
+    struct walk w = {.t = t,
+                     .rs = rs,
+                     .rank = rank,
+                     .max_buffers = max_buffers > HB_TOP_BUFFERS
+                                        ? HB_TOP_BUFFERS
+                                        : max_buffers};
     uint32_t nsites = t->sites.count ? t->sites.count : 1;
     w.site_agg = calloc(nsites, sizeof(*w.site_agg));
     w.sizes = malloc(sizeof(t->sizes));
@@ -169,8 +184,10 @@ int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, i
     free(w.sizes);
     /* Site 0 collects the calls past HOTBUF_MAX_SITES, and every call when
      * sites are off: only the former is an overflow. */
-    rs->site_overflow_calls = t->sites.depth > 0 ? t->sites.site[HB_SITE_OTHER].calls : 0;
-    rs->nsites = t->sites.count ? pick_sites(&t->sites, w.site_agg, max_sites) : 0;
+    rs->site_overflow_calls =
+        t->sites.depth > 0 ? t->sites.site[HB_SITE_OTHER].calls : 0;
+    rs->nsites =
+        t->sites.count ? pick_sites(&t->sites, w.site_agg, max_sites) : 0;
     *out_sites = w.site_agg;
     return 0;
 }

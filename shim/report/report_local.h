@@ -7,8 +7,9 @@
 
 /* Fills *rs and *out_sites (malloc'ed, rs->nsites records: this rank's
  * busiest max_sites call sites, symbolized).  Returns 0 or -1. */
-int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm, int rank,
-                    size_t max_sites, size_t max_buffers, struct hb_rank_summary *rs,
+int hb_report_local(const struct hb_tracker *t, const struct hb_costmodel *cm,
+                    int rank, size_t max_sites, size_t max_buffers,
+                    struct hb_rank_summary *rs,
                     struct hb_site_summary **out_sites);
 
 /* Inserts b into top[0..*n) kept sorted by uses, descending, at most cap. */

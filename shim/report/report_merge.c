@@ -26,7 +26,8 @@ static uint64_t max_u64(uint64_t a, uint64_t b)
     return a > b ? a : b;
 }
 
-static void add_counters(struct hb_class_summary *to, const struct hb_class_summary *c)
+static void add_counters(struct hb_class_summary *to,
+                         const struct hb_class_summary *c)
 {
     const struct hb_class_summary *from = c;
     HB_CALL_COUNTERS(HB_COUNTER_ADD)
@@ -43,7 +44,8 @@ static void add_counters(struct hb_class_summary *to, const struct hb_class_summ
 /* Adds (size, calls) to a top list kept sorted by calls, then size (as
  * each rank's list is, so equal counts always list the same way); sizes
  * already in the list accumulate. */
-static void add_top_size(uint64_t *size, uint64_t *calls, int cap, uint64_t s, uint64_t n)
+static void add_top_size(uint64_t *size, uint64_t *calls, int cap, uint64_t s,
+                         uint64_t n)
 {
     int i = 0;
     while (i < cap && calls[i] && size[i] != s)
@@ -57,14 +59,16 @@ static void add_top_size(uint64_t *size, uint64_t *calls, int cap, uint64_t s, u
     size[i] = s;
     calls[i] += n;
     for (; i > 0 && (calls[i] > calls[i - 1] ||
-                     (calls[i] == calls[i - 1] && size[i] < size[i - 1])); i--) {
+                     (calls[i] == calls[i - 1] && size[i] < size[i - 1]));
+         i--) {
         uint64_t ts = size[i], tc = calls[i];
         size[i] = size[i - 1], calls[i] = calls[i - 1];
         size[i - 1] = ts, calls[i - 1] = tc;
     }
 }
 
-static void range_add(uint64_t v, uint32_t n_before, uint64_t *min, uint64_t *max, double *avg)
+static void range_add(uint64_t v, uint32_t n_before, uint64_t *min,
+                      uint64_t *max, double *avg)
 {
     if (n_before == 0 || v < *min)
         *min = v;
@@ -76,16 +80,18 @@ static void range_add(uint64_t v, uint32_t n_before, uint64_t *min, uint64_t *ma
 /* The top-size lists of ranks only hold HB_TOP_SIZES entries, so the merged
  * list is exact for the sizes every rank reports and a lower bound for the
  * others; with few distinct sizes per class (the usual case) it is exact. */
-static void merge_class(struct hb_class_report *cr, const struct hb_class_summary *c)
+static void merge_class(struct hb_class_report *cr,
+                        const struct hb_class_summary *c)
 {
     if (!c->calls)
         return;
     add_counters(&cr->sum, c);
     uint32_t n = cr->ranks++;
-    range_add(c->max_reuse, n, &cr->max_reuse_min, &cr->max_reuse_max, &cr->max_reuse_avg);
+    range_add(c->max_reuse, n, &cr->max_reuse_min, &cr->max_reuse_max,
+              &cr->max_reuse_avg);
     for (int k = 0; k < HB_TOP_SIZES && c->top_size_calls[k]; k++)
-        add_top_size(cr->sum.top_size, cr->sum.top_size_calls, HB_TOP_SIZES, c->top_size[k],
-                     c->top_size_calls[k]);
+        add_top_size(cr->sum.top_size, cr->sum.top_size_calls, HB_TOP_SIZES,
+                     c->top_size[k], c->top_size_calls[k]);
 }
 
 /* Sections without their own merge: structs of counters, summed. */
@@ -111,9 +117,11 @@ static void merge_table(struct hb_report *r, const struct hb_rank_summary *rs)
         return;
     int why = rs->stopped == HB_STOP_ADAPTED ? 0 : 1;
     uint32_t *count = why == 0 ? &r->ranks_adapted : &r->ranks_full;
-    if (*count == 0 || rs->stopped_after_calls < r->stopped_after_calls_min[why])
+    if (*count == 0 ||
+        rs->stopped_after_calls < r->stopped_after_calls_min[why])
         r->stopped_after_calls_min[why] = rs->stopped_after_calls;
-    if (*count == 0 || rs->stopped_after_entries < r->stopped_after_entries_min[why])
+    if (*count == 0 ||
+        rs->stopped_after_entries < r->stopped_after_entries_min[why])
         r->stopped_after_entries_min[why] = rs->stopped_after_entries;
     (*count)++;
 }
@@ -134,8 +142,8 @@ static int cmp_site_calls(const void *a, const void *b)
     return cmp_site_key(a, b);
 }
 
-static void fold_site(struct hb_site_summary *to, const struct hb_site_summary *s,
-                      size_t max_buffers)
+static void fold_site(struct hb_site_summary *to,
+                      const struct hb_site_summary *s, size_t max_buffers)
 {
     const struct hb_site_summary *from = s;
     to->ranks += s->ranks;
@@ -268,8 +276,8 @@ static void merge_classes(struct hb_report *r, const struct hb_rank_summary *rs,
         struct hb_class_report *cr = &r->cls[op];
         merge_class(cr, c);
         if (c->top_size_calls[0])
-            range_add(c->top_size[0], sized[op]++, &cr->freq_size_min, &cr->freq_size_max,
-                      &cr->freq_size_avg);
+            range_add(c->top_size[0], sized[op]++, &cr->freq_size_min,
+                      &cr->freq_size_max, &cr->freq_size_avg);
     }
 }
 
@@ -282,8 +290,8 @@ int hb_report_merge_begin(struct hb_report *r, const struct hb_report_layout *l,
 {
     memset(r, 0, sizeof(*r));
     r->site_cap = site_cap < SITE_CAP_MAX ? site_cap : SITE_CAP_MAX;
-    r->max_buffers = max_buffers < HB_TOP_BUFFERS ? max_buffers
-                                                  : HB_TOP_BUFFERS;
+    r->max_buffers =
+        max_buffers < HB_TOP_BUFFERS ? max_buffers : HB_TOP_BUFFERS;
     return sections_alloc(r, l);
 }
 
@@ -318,14 +326,17 @@ void hb_report_merge_end(struct hb_report *r, size_t max_sites)
 }
 
 /* Rank i's header in the gathered records. */
-static const struct hb_rank_summary *header(const void *records, size_t size, int i)
+static const struct hb_rank_summary *header(const void *records, size_t size,
+                                            int i)
 {
-    return (const struct hb_rank_summary *)((const char *)records + (size_t)i * size);
+    return (const struct hb_rank_summary *)((const char *)records +
+                                            (size_t)i * size);
 }
 
-int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l, const void *records,
-                    int nranks, const struct hb_site_summary *const *sites, size_t max_sites,
-                    size_t max_buffers)
+int hb_report_merge(struct hb_report *r, const struct hb_report_layout *l,
+                    const void *records, int nranks,
+                    const struct hb_site_summary *const *sites,
+                    size_t max_sites, size_t max_buffers)
 {
     size_t size = hb_report_record_size(l), total = 0;
     for (int i = 0; i < nranks; i++)
@@ -351,7 +362,6 @@ void hb_report_free(struct hb_report *r)
         r->acc[k] = NULL;
     }
 }
-
 
 /* ---- the gather's arithmetic --------------------------------------------- */
 

@@ -52,8 +52,8 @@ static double pct(uint64_t part, uint64_t whole)
     return whole ? 100.0 * (double)part / (double)whole : 0.0;
 }
 
-void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
-                           const char *const *names)
+void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first,
+                           unsigned count, const char *const *names)
 {
     int any = 0;
     for (unsigned i = first; i < count; i++)
@@ -64,8 +64,8 @@ void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first, un
         fprintf(out, "none");
 }
 
-void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, unsigned count,
-                           const char *const *names)
+void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first,
+                           unsigned count, const char *const *names)
 {
     fprintf(out, "{");
     for (unsigned i = first; i < count; i++)
@@ -74,8 +74,9 @@ void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first, un
     fprintf(out, "}");
 }
 
-void hb_report_json_served(FILE *out, const char *what, uint64_t total, uint64_t rdma,
-                           const uint64_t *pmpi, unsigned count, const char *const *names)
+void hb_report_json_served(FILE *out, const char *what, uint64_t total,
+                           uint64_t rdma, const uint64_t *pmpi, unsigned count,
+                           const char *const *names)
 {
     fprintf(out, "{\"%s\": %llu, \"%s_rdma\": %llu, \"%s_pmpi\": ", what,
             (unsigned long long)total, what, (unsigned long long)rdma, what);
@@ -85,23 +86,25 @@ void hb_report_json_served(FILE *out, const char *what, uint64_t total, uint64_t
 static void text_classes(FILE *out, const struct hb_report *r)
 {
     char b1[32], b2[32];
-    fprintf(out, "%-9s %10s %10s %8s %7s %22s %22s %6s %8s %12s\n", "op", "calls", "bytes",
-            "buffers", "reuse%", "max reuse/rank (avg)", "freq. size/rank (avg)", "hot%",
-            "hot bufs", "est. saving");
+    fprintf(out, "%-9s %10s %10s %8s %7s %22s %22s %6s %8s %12s\n", "op",
+            "calls", "bytes", "buffers", "reuse%", "max reuse/rank (avg)",
+            "freq. size/rank (avg)", "hot%", "hot bufs", "est. saving");
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         const struct hb_class_report *c = &r->cls[op];
         char reuse[40] = "-", fsize[40] = "-";
         if (c->ranks)
-            snprintf(reuse, sizeof(reuse), "%" PRIu64 "-%" PRIu64 " (%.0f)", c->max_reuse_min,
-                     c->max_reuse_max, c->max_reuse_avg);
+            snprintf(reuse, sizeof(reuse), "%" PRIu64 "-%" PRIu64 " (%.0f)",
+                     c->max_reuse_min, c->max_reuse_max, c->max_reuse_avg);
         if (c->sum.top_size_calls[0])
-            snprintf(fsize, sizeof(fsize), "%" PRIu64 "-%" PRIu64 " (%.0f)", c->freq_size_min,
-                     c->freq_size_max, c->freq_size_avg);
-        fprintf(out, "%-9s %10llu %10s %8llu %6.1f%% %22s %22s %5.1f%% %8llu %12s\n",
+            snprintf(fsize, sizeof(fsize), "%" PRIu64 "-%" PRIu64 " (%.0f)",
+                     c->freq_size_min, c->freq_size_max, c->freq_size_avg);
+        fprintf(out,
+                "%-9s %10llu %10s %8llu %6.1f%% %22s %22s %5.1f%% %8llu %12s\n",
                 hb_op_name(op), (unsigned long long)c->sum.calls,
                 hb_report_bytes((double)c->sum.bytes, b1, sizeof(b1)),
-                (unsigned long long)c->sum.buffers, hb_reuse_pct(&c->sum), reuse, fsize,
-                pct(c->sum.hot_calls, c->sum.calls), (unsigned long long)c->sum.hot_buffers,
+                (unsigned long long)c->sum.buffers, hb_reuse_pct(&c->sum),
+                reuse, fsize, pct(c->sum.hot_calls, c->sum.calls),
+                (unsigned long long)c->sum.hot_buffers,
                 human_time(c->sum.saving_ns, b2, sizeof(b2)));
     }
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
@@ -115,11 +118,15 @@ static void text_classes(FILE *out, const struct hb_report *r)
                     exact_size(c->top_size[k], b1, sizeof(b1)),
                     (unsigned long long)c->top_size_calls[k]);
         if (c->other_size_calls)
-            fprintf(out, "; %llu calls at sizes past the first %d distinct (not itemized)",
-                    (unsigned long long)c->other_size_calls, HB_SIZES_EXACT);
+            fprintf(
+                out,
+                "; %llu calls at sizes past the first %d distinct (not itemized)",
+                (unsigned long long)c->other_size_calls, HB_SIZES_EXACT);
         if (c->zero_calls || c->proc_null_calls || c->untracked_calls)
-            fprintf(out, "; %llu zero-byte, %llu to MPI_PROC_NULL, %llu untracked",
-                    (unsigned long long)c->zero_calls, (unsigned long long)c->proc_null_calls,
+            fprintf(out,
+                    "; %llu zero-byte, %llu to MPI_PROC_NULL, %llu untracked",
+                    (unsigned long long)c->zero_calls,
+                    (unsigned long long)c->proc_null_calls,
                     (unsigned long long)c->untracked_calls);
         fprintf(out, "\n");
     }
@@ -131,7 +138,8 @@ static void text_left_out(FILE *out, const struct hb_report *r)
 {
     if (!r->sites_left_out)
         return;
-    fprintf(out, "  %llu site record(s) of ranks, %llu calls, left out: rank 0 "
+    fprintf(out,
+            "  %llu site record(s) of ranks, %llu calls, left out: rank 0 "
             "merges at most %zu distinct sites\n",
             (unsigned long long)r->sites_left_out,
             (unsigned long long)r->site_calls_left_out, r->site_cap);
@@ -142,48 +150,65 @@ static void text_sites(FILE *out, const struct hb_report *r)
     char b1[32];
     if (!r->nsites)
         return;
-    fprintf(out, "\ncall sites (busiest %zu of %llu, merged over ranks; buffers = first used there):\n",
-            r->nsites, (unsigned long long)r->sites_total);
-    fprintf(out, "%3s %-9s %10s %7s %6s %8s %9s %9s %12s  %s\n", "#", "op", "calls", "reuse%",
-            "hot%", "buffers", "max reuse", "rdma ops", "est. saving", "site");
+    fprintf(
+        out,
+        "\ncall sites (busiest %zu of %llu, merged over ranks; buffers = first used there):\n",
+        r->nsites, (unsigned long long)r->sites_total);
+    fprintf(out, "%3s %-9s %10s %7s %6s %8s %9s %9s %12s  %s\n", "#", "op",
+            "calls", "reuse%", "hot%", "buffers", "max reuse", "rdma ops",
+            "est. saving", "site");
     for (size_t i = 0; i < r->nsites; i++) {
         const struct hb_site_summary *s = &r->sites[i];
-        fprintf(out, "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %9llu %12s  %s\n", i + 1,
-                hb_op_name(s->op), (unsigned long long)s->calls, hb_site_reuse_pct(s),
-                pct(s->hot_calls, s->calls), (unsigned long long)s->buffers,
-                (unsigned long long)s->max_reuse, (unsigned long long)s->rerouted_calls,
-                human_time(s->saving_ns, b1, sizeof(b1)),
-                s->name);
+        fprintf(out,
+                "%3zu %-9s %10llu %6.1f%% %5.1f%% %8llu %9llu %9llu %12s  %s\n",
+                i + 1, hb_op_name(s->op), (unsigned long long)s->calls,
+                hb_site_reuse_pct(s), pct(s->hot_calls, s->calls),
+                (unsigned long long)s->buffers,
+                (unsigned long long)s->max_reuse,
+                (unsigned long long)s->rerouted_calls,
+                human_time(s->saving_ns, b1, sizeof(b1)), s->name);
         for (uint32_t k = 0; k < s->ntop; k++)
-            fprintf(out, "%s rank %d 0x%llx %s x%llu%s", k ? "," : "      buffers:", s->top[k].rank,
-                    (unsigned long long)s->top[k].addr,
-                    exact_size(s->top[k].size, b1, sizeof(b1)), /* its largest */
-                    (unsigned long long)s->top[k].uses, s->top[k].hot ? " hot" : "");
+            fprintf(
+                out, "%s rank %d 0x%llx %s x%llu%s",
+                k ? "," : "      buffers:", s->top[k].rank,
+                (unsigned long long)s->top[k].addr,
+                exact_size(s->top[k].size, b1, sizeof(b1)), /* its largest */
+                (unsigned long long)s->top[k].uses,
+                s->top[k].hot ? " hot" : "");
         if (s->ntop)
             fprintf(out, "\n");
     }
     text_left_out(out, r);
 }
 
-static void text_table(FILE *out, const struct hb_report *r, const struct hb_report_context *ctx)
+static void text_table(FILE *out, const struct hb_report *r,
+                       const struct hb_report_context *ctx)
 {
     char b1[32];
-    fprintf(out, "\nreuse table: %llu buffers tracked (at most %llu on one rank), %llu hot; "
-                 "%s per rank; longest chain %llu\n",
-            (unsigned long long)r->entries_total, (unsigned long long)r->entries_max,
-            (unsigned long long)r->hot_entries_total,
-            hb_report_bytes((double)r->memory_max, b1, sizeof(b1)), (unsigned long long)r->max_chain);
+    fprintf(
+        out,
+        "\nreuse table: %llu buffers tracked (at most %llu on one rank), %llu hot; "
+        "%s per rank; longest chain %llu\n",
+        (unsigned long long)r->entries_total,
+        (unsigned long long)r->entries_max,
+        (unsigned long long)r->hot_entries_total,
+        hb_report_bytes((double)r->memory_max, b1, sizeof(b1)),
+        (unsigned long long)r->max_chain);
     if (r->ranks_adapted)
-        fprintf(out, "  table stopped growing on %u rank(s) by adaptation (under %g%% hot, a chain "
-                     "of %d) after %llu buffers / %llu calls\n",
-                r->ranks_adapted, ctx->cfg->adapt_hot_pct, ctx->cfg->adapt_chain,
-                (unsigned long long)r->stopped_after_entries_min[0],
-                (unsigned long long)r->stopped_after_calls_min[0]);
+        fprintf(
+            out,
+            "  table stopped growing on %u rank(s) by adaptation (under %g%% hot, a chain "
+            "of %d) after %llu buffers / %llu calls\n",
+            r->ranks_adapted, ctx->cfg->adapt_hot_pct, ctx->cfg->adapt_chain,
+            (unsigned long long)r->stopped_after_entries_min[0],
+            (unsigned long long)r->stopped_after_calls_min[0]);
     if (r->ranks_full)
-        fprintf(out, "  table stopped growing on %u rank(s) at its limit of %llu buffers "
-                     "(HOTBUF_TABLE_MAX_ENTRIES) after %llu calls\n",
-                r->ranks_full, (unsigned long long)ctx->cfg->table_max,
-                (unsigned long long)r->stopped_after_calls_min[1]);
+        fprintf(
+            out,
+            "  table stopped growing on %u rank(s) at its limit of %llu buffers "
+            "(HOTBUF_TABLE_MAX_ENTRIES) after %llu calls\n",
+            r->ranks_full, (unsigned long long)ctx->cfg->table_max,
+            (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
@@ -191,18 +216,23 @@ static void text_cost(FILE *out, const struct hb_report_context *ctx)
     const struct hb_costmodel *cm = ctx->cost;
     static const uint64_t sizes[] = {128, 256, 512, 1024, 2048, 4096, 8192};
     char b1[32], b2[32];
-    fprintf(out, "cost model: C %s @128 B, %s @8 KiB (%s); V %.1f ns (%s); R %.2f us + %.3f us/page (%s)\n",
-            human_time(hb_cost_copy_ns(cm, 128), b1, sizeof(b1)),
-            human_time(hb_cost_copy_ns(cm, 8192), b2, sizeof(b2)),
-            hb_cost_source_name(cm->copy_src), cm->lookup_ns, hb_cost_source_name(cm->lookup_src),
-            cm->reg_base_us, cm->reg_page_us, hb_cost_source_name(cm->reg_src));
+    fprintf(
+        out,
+        "cost model: C %s @128 B, %s @8 KiB (%s); V %.1f ns (%s); R %.2f us + %.3f us/page (%s)\n",
+        human_time(hb_cost_copy_ns(cm, 128), b1, sizeof(b1)),
+        human_time(hb_cost_copy_ns(cm, 8192), b2, sizeof(b2)),
+        hb_cost_source_name(cm->copy_src), cm->lookup_ns,
+        hb_cost_source_name(cm->lookup_src), cm->reg_base_us, cm->reg_page_us,
+        hb_cost_source_name(cm->reg_src));
     fprintf(out, "hot after (uses):");
     for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
         uint32_t t = hb_threshold_for(ctx->thresholds, ctx->tp, sizes[i]);
         if (t == HB_NEVER)
-            fprintf(out, " %s never;", hb_report_bytes((double)sizes[i], b1, sizeof(b1)));
+            fprintf(out, " %s never;",
+                    hb_report_bytes((double)sizes[i], b1, sizeof(b1)));
         else
-            fprintf(out, " %s %u;", hb_report_bytes((double)sizes[i], b1, sizeof(b1)), t);
+            fprintf(out, " %s %u;",
+                    hb_report_bytes((double)sizes[i], b1, sizeof(b1)), t);
     }
     fprintf(out, " saving = copies avoided x C - registrations x R\n");
 }
@@ -240,8 +270,10 @@ static void text_config(FILE *out, const struct hb_report_context *ctx)
 void hb_report_render_text(FILE *out, const struct hb_report *r,
                            const struct hb_report_context *ctx)
 {
-    fprintf(out, "==== hotbuf buffer-reuse report: %d rank(s), %s, thread level %s ====\n",
-            r->nranks, ctx->mpi_library, ctx->thread_level);
+    fprintf(
+        out,
+        "==== hotbuf buffer-reuse report: %d rank(s), %s, thread level %s ====\n",
+        r->nranks, ctx->mpi_library, ctx->thread_level);
     text_classes(out, r);
     text_sites(out, r);
     text_table(out, r, ctx);
@@ -272,30 +304,39 @@ void hb_report_json_string(FILE *out, const char *s)
 static void json_class(FILE *out, const struct hb_class_report *c)
 {
     const struct hb_class_summary *s = &c->sum;
+    fprintf(
+        out,
+        "{\"calls\": %llu, \"bytes\": %llu, \"buffers\": %llu, \"reuse_calls\": %llu, "
+        "\"reuse_pct\": %.3f, \"hot_calls\": %llu, \"hot_pct\": %.3f, \"hot_buffers\": %llu, "
+        "\"untracked_calls\": %llu, \"zero_byte_calls\": %llu, \"proc_null_calls\": %llu, "
+        "\"rerouted_calls\": %llu, \"ranks_with_calls\": %u, ",
+        (unsigned long long)s->calls, (unsigned long long)s->bytes,
+        (unsigned long long)s->buffers, (unsigned long long)s->reuse_calls,
+        hb_reuse_pct(s), (unsigned long long)s->hot_calls,
+        pct(s->hot_calls, s->calls), (unsigned long long)s->hot_buffers,
+        (unsigned long long)s->untracked_calls,
+        (unsigned long long)s->zero_calls,
+        (unsigned long long)s->proc_null_calls,
+        (unsigned long long)s->rerouted_calls, c->ranks);
     fprintf(out,
-            "{\"calls\": %llu, \"bytes\": %llu, \"buffers\": %llu, \"reuse_calls\": %llu, "
-            "\"reuse_pct\": %.3f, \"hot_calls\": %llu, \"hot_pct\": %.3f, \"hot_buffers\": %llu, "
-            "\"untracked_calls\": %llu, \"zero_byte_calls\": %llu, \"proc_null_calls\": %llu, "
-            "\"rerouted_calls\": %llu, \"ranks_with_calls\": %u, ",
-            (unsigned long long)s->calls, (unsigned long long)s->bytes,
-            (unsigned long long)s->buffers, (unsigned long long)s->reuse_calls, hb_reuse_pct(s),
-            (unsigned long long)s->hot_calls, pct(s->hot_calls, s->calls),
-            (unsigned long long)s->hot_buffers, (unsigned long long)s->untracked_calls,
-            (unsigned long long)s->zero_calls, (unsigned long long)s->proc_null_calls,
-            (unsigned long long)s->rerouted_calls, c->ranks);
-    fprintf(out, "\"max_reuse\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
-            (unsigned long long)c->max_reuse_min, (unsigned long long)c->max_reuse_max,
-            c->max_reuse_avg);
-    fprintf(out, "\"most_frequent_size\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
-            (unsigned long long)c->freq_size_min, (unsigned long long)c->freq_size_max,
-            c->freq_size_avg);
+            "\"max_reuse\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
+            (unsigned long long)c->max_reuse_min,
+            (unsigned long long)c->max_reuse_max, c->max_reuse_avg);
+    fprintf(
+        out,
+        "\"most_frequent_size\": {\"min\": %llu, \"max\": %llu, \"avg\": %.2f}, ",
+        (unsigned long long)c->freq_size_min,
+        (unsigned long long)c->freq_size_max, c->freq_size_avg);
     fprintf(out, "\"top_sizes\": [");
     for (int k = 0; k < HB_TOP_SIZES && s->top_size_calls[k]; k++)
         fprintf(out, "%s{\"size\": %llu, \"calls\": %llu}", k ? ", " : "",
-                (unsigned long long)s->top_size[k], (unsigned long long)s->top_size_calls[k]);
+                (unsigned long long)s->top_size[k],
+                (unsigned long long)s->top_size_calls[k]);
     fprintf(out, "], \"distinct_sizes\": %llu, \"other_size_calls\": %llu",
-            (unsigned long long)s->distinct_sizes, (unsigned long long)s->other_size_calls);
-    fprintf(out, ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
+            (unsigned long long)s->distinct_sizes,
+            (unsigned long long)s->other_size_calls);
+    fprintf(out,
+            ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
             s->saving_ns / 1e3, s->lookup_ns / 1e3);
 }
 
@@ -303,58 +344,69 @@ static void json_site(FILE *out, const struct hb_site_summary *s)
 {
     fprintf(out, "{\"name\": ");
     hb_report_json_string(out, s->name);
-    fprintf(out,
-            ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
-            "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
-            "\"untracked_calls\": %llu, \"buffers\": %llu, \"hot_buffers\": %llu, "
-            "\"max_reuse\": %llu, \"rerouted_calls\": %llu, \"estimated_saving_us\": %.3f, "
-            "\"top_buffers\": [",
-            hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
-            (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
-            hb_site_reuse_pct(s), (unsigned long long)s->hot_calls,
-            (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
-            (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
-            (unsigned long long)s->rerouted_calls, s->saving_ns / 1e3);
+    fprintf(
+        out,
+        ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
+        "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
+        "\"untracked_calls\": %llu, \"buffers\": %llu, \"hot_buffers\": %llu, "
+        "\"max_reuse\": %llu, \"rerouted_calls\": %llu, \"estimated_saving_us\": %.3f, "
+        "\"top_buffers\": [",
+        hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
+        (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
+        hb_site_reuse_pct(s), (unsigned long long)s->hot_calls,
+        (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
+        (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
+        (unsigned long long)s->rerouted_calls, s->saving_ns / 1e3);
     for (uint32_t k = 0; k < s->ntop; k++)
-        fprintf(out,
-                "%s{\"rank\": %d, \"address\": \"0x%llx\", \"size\": %llu, \"uses\": %llu, "
-                "\"hot_uses\": %llu, \"hot\": %s}",
-                k ? ", " : "", s->top[k].rank, (unsigned long long)s->top[k].addr,
-                (unsigned long long)s->top[k].size, (unsigned long long)s->top[k].uses,
-                (unsigned long long)s->top[k].hot_uses, s->top[k].hot ? "true" : "false");
+        fprintf(
+            out,
+            "%s{\"rank\": %d, \"address\": \"0x%llx\", \"size\": %llu, \"uses\": %llu, "
+            "\"hot_uses\": %llu, \"hot\": %s}",
+            k ? ", " : "", s->top[k].rank, (unsigned long long)s->top[k].addr,
+            (unsigned long long)s->top[k].size,
+            (unsigned long long)s->top[k].uses,
+            (unsigned long long)s->top[k].hot_uses,
+            s->top[k].hot ? "true" : "false");
     fprintf(out, "]}");
 }
 
 static void json_table(FILE *out, const struct hb_report *r)
 {
-    fprintf(out,
-            "{\"buffers\": %llu, \"hot_buffers\": %llu, \"max_buffers_per_rank\": %llu, "
-            "\"memory_bytes_per_rank_max\": %llu, \"longest_chain\": %llu, "
-            "\"ranks_stopped_adapted\": %u, \"ranks_stopped_full\": %u, "
-            "\"adapted_after_calls_min\": %llu, \"adapted_after_buffers_min\": %llu, "
-            "\"full_after_calls_min\": %llu}",
-            (unsigned long long)r->entries_total, (unsigned long long)r->hot_entries_total,
-            (unsigned long long)r->entries_max, (unsigned long long)r->memory_max,
-            (unsigned long long)r->max_chain, r->ranks_adapted, r->ranks_full,
-            (unsigned long long)r->stopped_after_calls_min[0],
-            (unsigned long long)r->stopped_after_entries_min[0],
-            (unsigned long long)r->stopped_after_calls_min[1]);
+    fprintf(
+        out,
+        "{\"buffers\": %llu, \"hot_buffers\": %llu, \"max_buffers_per_rank\": %llu, "
+        "\"memory_bytes_per_rank_max\": %llu, \"longest_chain\": %llu, "
+        "\"ranks_stopped_adapted\": %u, \"ranks_stopped_full\": %u, "
+        "\"adapted_after_calls_min\": %llu, \"adapted_after_buffers_min\": %llu, "
+        "\"full_after_calls_min\": %llu}",
+        (unsigned long long)r->entries_total,
+        (unsigned long long)r->hot_entries_total,
+        (unsigned long long)r->entries_max, (unsigned long long)r->memory_max,
+        (unsigned long long)r->max_chain, r->ranks_adapted, r->ranks_full,
+        (unsigned long long)r->stopped_after_calls_min[0],
+        (unsigned long long)r->stopped_after_entries_min[0],
+        (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
 static void json_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
-    fprintf(out, "{\"copy_source\": \"%s\", \"lookup_source\": \"%s\", \"reg_source\": \"%s\", "
-                 "\"lookup_ns\": %.3f, \"reg_base_us\": %.3f, \"reg_page_us\": %.4f, \"sizes\": [",
-            hb_cost_source_name(cm->copy_src), hb_cost_source_name(cm->lookup_src),
-            hb_cost_source_name(cm->reg_src), cm->lookup_ns, cm->reg_base_us, cm->reg_page_us);
+    fprintf(
+        out,
+        "{\"copy_source\": \"%s\", \"lookup_source\": \"%s\", \"reg_source\": \"%s\", "
+        "\"lookup_ns\": %.3f, \"reg_base_us\": %.3f, \"reg_page_us\": %.4f, \"sizes\": [",
+        hb_cost_source_name(cm->copy_src), hb_cost_source_name(cm->lookup_src),
+        hb_cost_source_name(cm->reg_src), cm->lookup_ns, cm->reg_base_us,
+        cm->reg_page_us);
     for (unsigned k = 6; k <= 16; k++) {
         uint64_t size = 1ull << k;
         uint32_t t = hb_threshold_for(ctx->thresholds, ctx->tp, size);
-        fprintf(out, "%s{\"size\": %llu, \"copy_ns\": %.2f, \"reg_us\": %.3f, "
-                     "\"break_even_uses\": %.1f, \"threshold\": %lld}",
-                k > 6 ? ", " : "", (unsigned long long)size, hb_cost_copy_ns(cm, size),
-                hb_cost_reg_ns(cm, size) / 1e3, hb_cost_break_even(cm, size),
+        fprintf(out,
+                "%s{\"size\": %llu, \"copy_ns\": %.2f, \"reg_us\": %.3f, "
+                "\"break_even_uses\": %.1f, \"threshold\": %lld}",
+                k > 6 ? ", " : "", (unsigned long long)size,
+                hb_cost_copy_ns(cm, size), hb_cost_reg_ns(cm, size) / 1e3,
+                hb_cost_break_even(cm, size),
                 t == HB_NEVER ? -1LL : (long long)t);
     }
     fprintf(out, "]}");
@@ -376,19 +428,24 @@ static void json_config(FILE *out, const struct hb_report_context *ctx)
 void hb_report_render_json(FILE *out, const struct hb_report *r,
                            const struct hb_report_context *ctx)
 {
-    fprintf(out, "{\"hotbuf_report_version\": 1, \"ranks\": %d, \"mpi_library\": ", r->nranks);
+    fprintf(out,
+            "{\"hotbuf_report_version\": 1, \"ranks\": %d, \"mpi_library\": ",
+            r->nranks);
     hb_report_json_string(out, ctx->mpi_library);
-    fprintf(out, ", \"thread_level\": \"%s\",\n \"classes\": {", ctx->thread_level);
+    fprintf(out, ", \"thread_level\": \"%s\",\n \"classes\": {",
+            ctx->thread_level);
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         fprintf(out, "%s\n  \"%s\": ", op ? "," : "", hb_op_name(op));
         json_class(out, &r->cls[op]);
     }
     fprintf(out, "},\n \"sites_total\": %llu, \"other_site_calls\": %llu,",
-            (unsigned long long)r->sites_total, (unsigned long long)r->site_overflow_calls);
+            (unsigned long long)r->sites_total,
+            (unsigned long long)r->site_overflow_calls);
     /* only then: small jobs' reports stay as they were */
     if (r->sites_left_out)
-        fprintf(out, " \"sites_left_out\": %llu,"
-                     " \"site_calls_left_out\": %llu,",
+        fprintf(out,
+                " \"sites_left_out\": %llu,"
+                " \"site_calls_left_out\": %llu,",
                 (unsigned long long)r->sites_left_out,
                 (unsigned long long)r->site_calls_left_out);
     fprintf(out, "\n \"sites\": [");

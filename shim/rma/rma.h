@@ -98,18 +98,21 @@
  * freed. */
 
 /* Windows (collective, like the MPI calls they follow). */
-void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit, MPI_Comm comm);
-void hb_rma_win_allocated(MPI_Win win, void *baseptr, MPI_Aint size, int disp_unit,
-                          MPI_Comm comm);
+void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit,
+                        MPI_Comm comm);
+void hb_rma_win_allocated(MPI_Win win, void *baseptr, MPI_Aint size,
+                          int disp_unit, MPI_Comm comm);
 void hb_rma_win_unhandled(int reason); /* enum hb_rma_win_reason */
 void hb_rma_win_free(MPI_Win win);     /* before PMPI_Win_free */
 
 /* The operations: track the origin buffer, then RDMA or PMPI.  req is NULL
  * for Put/Get.  Return what the MPI call returns. */
-int hb_rma_put(const void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
-               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret);
-int hb_rma_get(void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
-               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret);
+int hb_rma_put(const void *obuf, int ocount, MPI_Datatype otype, int target,
+               MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
+               MPI_Request *req, void *ret);
+int hb_rma_get(void *obuf, int ocount, MPI_Datatype otype, int target,
+               MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
+               MPI_Request *req, void *ret);
 
 /* Synchronization.  "before" hooks complete hotbuf's operations; "after"
  * hooks record the epoch the PMPI call opened.  target -1 = every target. */

@@ -89,7 +89,7 @@ void hb_rma_after_fence(MPI_Win win, int assert)
     struct hb_region *old = NULL;
     if (!w)
         return;
-    w->fence_open = !(assert & MPI_MODE_NOSUCCEED);
+    w->fence_open = !(assert &MPI_MODE_NOSUCCEED);
     if (!w->fence_open || !w->any_rdma)
         return;
     hb_nested++;
@@ -121,7 +121,7 @@ void hb_rma_after_lock(MPI_Win win, int target, int assert)
     if (!w)
         return;
     renew_now(w);
-    uint8_t state = (assert & MPI_MODE_NOCHECK) ? HB_LOCKED : HB_LOCKED_UNPROBED;
+    uint8_t state = (assert &MPI_MODE_NOCHECK) ? HB_LOCKED : HB_LOCKED_UNPROBED;
     if (!w->lock)
         return;
     if (target >= 0 && target < w->size)

@@ -15,16 +15,16 @@ struct hb_region;
 /* What every rank of a window learns about each other rank (one allgather
  * at creation; again when a registration is renewed, see rma.h). */
 struct hb_rma_target {
-    uint64_t base;        /* window base address at the target */
-    uint64_t size;        /* bytes */
+    uint64_t base; /* window base address at the target */
+    uint64_t size; /* bytes */
     int32_t disp_unit;
-    int32_t world;        /* the target's rank in MPI_COMM_WORLD (transport peer) */
+    int32_t world; /* the target's rank in MPI_COMM_WORLD (transport peer) */
     uint32_t rkey;
-    uint32_t node;        /* hash of the host name */
-    uint32_t ok;          /* the target's window memory is registered */
-    uint32_t rdma;        /* the target reroutes (transport up, cache on) */
-    uint32_t next_id;     /* creation: the target's next free window id */
-    uint32_t nomem;       /* creation: the target could not keep the window */
+    uint32_t node;    /* hash of the host name */
+    uint32_t ok;      /* the target's window memory is registered */
+    uint32_t rdma;    /* the target reroutes (transport up, cache on) */
+    uint32_t next_id; /* creation: the target's next free window id */
+    uint32_t nomem;   /* creation: the target could not keep the window */
 };
 
 /* What a post token carries: the target's registration as of the post. */
@@ -42,39 +42,41 @@ enum hb_pscw_state { HB_PSCW_NONE, HB_PSCW_WAITING, HB_PSCW_POSTED };
  * so the retry moves the same data. */
 struct hb_rma_pending {
     int target, is_get;
-    int failed;                   /* never posted (test fault): redo on PMPI */
+    int failed; /* never posted (test fault): redo on PMPI */
     struct hb_tr_op op;
-    struct hb_region *region;     /* origin buffer's registration, held until done */
+    struct hb_region
+        *region; /* origin buffer's registration, held until done */
     void *obuf;
     int ocount, tcount;
-    MPI_Datatype otype, ttype;    /* predefined: never freed */
+    MPI_Datatype otype, ttype; /* predefined: never freed */
     MPI_Aint tdisp;
 };
 
 struct hb_win {
     MPI_Win win;
     UT_hash_handle hh;
-    MPI_Group group;              /* the window's group (PSCW rank translation) */
-    int tag;                      /* first of HB_RMA_TAGS tags on ctx->comm */
+    MPI_Group group; /* the window's group (PSCW rank translation) */
+    int tag;         /* first of HB_RMA_TAGS tags on ctx->comm */
     int rank, size;
-    int rdma;                     /* this rank reroutes on this window */
-    int any_rdma;                 /* some rank does: the extra synchronization is needed
+    int rdma;     /* this rank reroutes on this window */
+    int any_rdma; /* some rank does: the extra synchronization is needed
                                      (the same value on every rank) */
-    struct hb_region *region;     /* this rank's window memory, held until Win_free */
-    void *base;                   /* ... its range, to check and renew region */
+    struct hb_region
+        *region; /* this rank's window memory, held until Win_free */
+    void *base;  /* ... its range, to check and renew region */
     uint64_t bytes;
-    int dirty;                    /* region renewed since the others last
+    int dirty; /* region renewed since the others last
                                      all learned it: the next fence re-sends */
     struct hb_rma_target *targets;
     /* epochs */
-    int fence_open;               /* a fence without MPI_MODE_NOSUCCEED was the last one */
-    uint8_t *lock;                /* enum hb_lock_state per target */
-    uint8_t *pscw;                /* enum hb_pscw_state per target */
-    MPI_Request *tokens;          /* per target: its "posted" token, while awaited */
-    struct hb_rma_token *tokbuf;  /* per target: what its token carries */
-    struct hb_rma_token mytoken;  /* what this rank's post tokens carry */
-    int *scratch;                 /* 2 x size ints for group translations */
-    int nstart;                   /* targets in the current start group */
+    int fence_open; /* a fence without MPI_MODE_NOSUCCEED was the last one */
+    uint8_t *lock;  /* enum hb_lock_state per target */
+    uint8_t *pscw;  /* enum hb_pscw_state per target */
+    MPI_Request *tokens; /* per target: its "posted" token, while awaited */
+    struct hb_rma_token *tokbuf; /* per target: what its token carries */
+    struct hb_rma_token mytoken; /* what this rank's post tokens carry */
+    int *scratch;                /* 2 x size ints for group translations */
+    int nstart;                  /* targets in the current start group */
     /* operations in flight */
     struct hb_rma_pending *pend;
     size_t npend, cap;
@@ -82,14 +84,14 @@ struct hb_win {
 
 /* Process-wide state of the one-sided path (module state). */
 struct hb_rma {
-    const struct hb_ctx *ctx;     /* from start; NULL before */
-    int on;                       /* agreed by all ranks at start */
-    uint32_t node;                /* this host's hash */
-    uint32_t next_id;             /* window ids: above every one this rank has */
-    int tag_base, tag_slots;      /* windows' tags: from, how many windows */
-    unsigned long fail_every;     /* test-only fault injection (rma.h), 0: off */
-    unsigned long nposted;        /* RDMA operations of this path so far */
-    struct hb_win *wins;          /* uthash by MPI_Win */
+    const struct hb_ctx *ctx; /* from start; NULL before */
+    int on;                   /* agreed by all ranks at start */
+    uint32_t node;            /* this host's hash */
+    uint32_t next_id;         /* window ids: above every one this rank has */
+    int tag_base, tag_slots;  /* windows' tags: from, how many windows */
+    unsigned long fail_every; /* test-only fault injection (rma.h), 0: off */
+    unsigned long nposted;    /* RDMA operations of this path so far */
+    struct hb_win *wins;      /* uthash by MPI_Win */
     struct hb_rma_summary stats;
 };
 

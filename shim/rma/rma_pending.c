@@ -25,14 +25,15 @@ int hb_rma_remember(struct hb_win *w, const struct hb_rma_pending *p)
 /* The peer failed before the operation was known complete (or the test
  * fault said so): do it again on PMPI, still inside the epoch (the
  * closing PMPI call completes it). */
-static void reissue(struct hb_rma *m, const struct hb_win *w, const struct hb_rma_pending *p)
+static void reissue(struct hb_rma *m, const struct hb_win *w,
+                    const struct hb_rma_pending *p)
 {
     if (p->is_get)
-        PMPI_Get(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
-                 w->win);
+        PMPI_Get(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount,
+                 p->ttype, w->win);
     else
-        PMPI_Put(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount, p->ttype,
-                 w->win);
+        PMPI_Put(p->obuf, p->ocount, p->otype, p->target, p->tdisp, p->tcount,
+                 p->ttype, w->win);
     m->stats.reissued++;
 }
 

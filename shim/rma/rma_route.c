@@ -21,26 +21,26 @@ struct rma_call {
     MPI_Datatype otype, ttype;
     MPI_Aint tdisp;
     MPI_Win win;
-    MPI_Request *req;             /* Rput/Rget, else NULL */
+    MPI_Request *req; /* Rput/Rget, else NULL */
 };
 
 static int pmpi_call(const struct rma_call *c)
 {
     if (c->is_get)
-        return c->req ? PMPI_Rget(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
-                                  c->ttype, c->win, c->req)
-                      : PMPI_Get(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
-                                 c->ttype, c->win);
-    return c->req ? PMPI_Rput(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
-                              c->ttype, c->win, c->req)
-                  : PMPI_Put(c->obuf, c->ocount, c->otype, c->target, c->tdisp, c->tcount,
-                             c->ttype, c->win);
+        return c->req ? PMPI_Rget(c->obuf, c->ocount, c->otype, c->target,
+                                  c->tdisp, c->tcount, c->ttype, c->win, c->req)
+                      : PMPI_Get(c->obuf, c->ocount, c->otype, c->target,
+                                 c->tdisp, c->tcount, c->ttype, c->win);
+    return c->req ? PMPI_Rput(c->obuf, c->ocount, c->otype, c->target, c->tdisp,
+                              c->tcount, c->ttype, c->win, c->req)
+                  : PMPI_Put(c->obuf, c->ocount, c->otype, c->target, c->tdisp,
+                             c->tcount, c->ttype, c->win);
 }
 
 /* 0 and *raddr when the operation fits the target's registered window;
  * else why not. */
-static int check_target(struct hb_win *w, const struct rma_call *c, uint64_t bytes,
-                        uint64_t *raddr)
+static int check_target(struct hb_win *w, const struct rma_call *c,
+                        uint64_t bytes, uint64_t *raddr)
 {
     if (c->target == w->rank)
         return HB_RMA_SELF;
@@ -70,12 +70,9 @@ static int connection(const struct hb_win *w, int target)
     struct hb_transport *t = hb_rma_transport(&hb_rma);
     hb_progress();
     switch (hb_transport_connect(t, w->targets[target].world)) {
-    case HB_TR_OK:
-        return 0;
-    case HB_TR_AGAIN:
-        return HB_RMA_CONNECTING;
-    default:
-        return HB_RMA_PEER_FAILED;
+    case HB_TR_OK: return 0;
+    case HB_TR_AGAIN: return HB_RMA_CONNECTING;
+    default: return HB_RMA_PEER_FAILED;
     }
 }
 
@@ -87,8 +84,9 @@ static int inject_fault(void)
     return hb_rma.fail_every && hb_rma.nposted % hb_rma.fail_every == 0;
 }
 
-static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
-                uint64_t bytes, uint64_t raddr, struct hb_tr_op *op)
+static int post(struct hb_win *w, const struct rma_call *c,
+                struct hb_region *reg, uint64_t bytes, uint64_t raddr,
+                struct hb_tr_op *op)
 {
     struct hb_transport *t = hb_rma_transport(&hb_rma);
     struct ibv_mr *mr = hb_region_mr(reg);
@@ -97,24 +95,36 @@ static int post(struct hb_win *w, const struct rma_call *c, struct hb_region *re
     for (int attempt = 0;; attempt++) {
         /* signaled: every operation is waited for at the next synchronization,
          * and its own completion is cheaper to wait for than a fence write */
-        int rc = c->is_get ? hb_transport_read(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey,
-                                               HB_TR_F_SIGNAL, op)
-                           : hb_transport_write(t, peer, c->obuf, bytes, mr->lkey, raddr, rkey,
-                                                HB_TR_F_SIGNAL, op);
+        int rc = c->is_get
+                     ? hb_transport_read(t, peer, c->obuf, bytes, mr->lkey,
+                                         raddr, rkey, HB_TR_F_SIGNAL, op)
+                     : hb_transport_write(t, peer, c->obuf, bytes, mr->lkey,
+                                          raddr, rkey, HB_TR_F_SIGNAL, op);
         if (rc != HB_TR_BUSY || attempt == 1)
-            return rc == HB_TR_OK ? 0 : rc == HB_TR_BUSY ? HB_RMA_BUSY : HB_RMA_PEER_FAILED;
-        hb_rma_complete(&hb_rma, w, c->target); /* send queue full: drain this target, retry once */
+            return rc == HB_TR_OK     ? 0
+                   : rc == HB_TR_BUSY ? HB_RMA_BUSY
+                                      : HB_RMA_PEER_FAILED;
+        hb_rma_complete(
+            &hb_rma, w,
+            c->target); /* send queue full: drain this target, retry once */
     }
 }
 
-static int remember(struct hb_win *w, const struct rma_call *c, struct hb_region *reg,
-                    const struct hb_tr_op *op, int failed)
+static int remember(struct hb_win *w, const struct rma_call *c,
+                    struct hb_region *reg, const struct hb_tr_op *op,
+                    int failed)
 {
-    struct hb_rma_pending p = {
-        .target = c->target, .is_get = c->is_get, .failed = failed, .op = *op,
-        .region = reg, .obuf = c->obuf,
-        .ocount = c->ocount, .tcount = c->tcount, .otype = c->otype, .ttype = c->ttype,
-        .tdisp = c->tdisp};
+    struct hb_rma_pending p = {.target = c->target,
+                               .is_get = c->is_get,
+                               .failed = failed,
+                               .op = *op,
+                               .region = reg,
+                               .obuf = c->obuf,
+                               .ocount = c->ocount,
+                               .tcount = c->tcount,
+                               .otype = c->otype,
+                               .ttype = c->ttype,
+                               .tdisp = c->tdisp};
     return hb_rma_remember(w, &p);
 }
 
@@ -129,8 +139,17 @@ static int greq_query(void *state, MPI_Status *st)
     st->MPI_TAG = MPI_UNDEFINED;
     return MPI_SUCCESS;
 }
-static int greq_free(void *state) { (void)state; return MPI_SUCCESS; }
-static int greq_cancel(void *state, int complete) { (void)state; (void)complete; return MPI_SUCCESS; }
+static int greq_free(void *state)
+{
+    (void)state;
+    return MPI_SUCCESS;
+}
+static int greq_cancel(void *state, int complete)
+{
+    (void)state;
+    (void)complete;
+    return MPI_SUCCESS;
+}
 
 static int completed_request(MPI_Request *req)
 {
@@ -180,7 +199,8 @@ static int try_rdma(const struct rma_call *c, int *rc)
         return HB_RMA_WINDOW;
     if (!bytes)
         return HB_RMA_DATATYPE;
-    if ((why = check_target(w, c, bytes, &raddr)) || (why = connection(w, c->target)) ||
+    if ((why = check_target(w, c, bytes, &raddr)) ||
+        (why = connection(w, c->target)) ||
         (why = hb_rma_epoch_allows(w, c->target)))
         return why;
     if (hb_rdma_register(rdma, c->obuf, bytes, &reg))
@@ -195,7 +215,8 @@ static int try_rdma(const struct rma_call *c, int *rc)
         *rc = finish_request(c, reg, &op, failed);
         return 0;
     }
-    if (remember(w, c, reg, &op, failed)) { /* no memory to track it: finish it now */
+    if (remember(w, c, reg, &op,
+                 failed)) { /* no memory to track it: finish it now */
         if (!failed)
             hb_transport_wait(rdma->tr, &op, NULL, NULL);
         hb_regcache_put(rdma->cache, reg);
@@ -210,7 +231,8 @@ static int try_rdma(const struct rma_call *c, int *rc)
 static int route(unsigned op, const struct rma_call *c, void *ret)
 {
     uint16_t site;
-    struct hb_entry *e = hb_track_entry(op, c->obuf, c->ocount, c->otype, c->target, ret, &site);
+    struct hb_entry *e =
+        hb_track_entry(op, c->obuf, c->ocount, c->otype, c->target, ret, &site);
     if (!hb_tracker_call_hot(e) || !hb_rma.on) /* this call, at its own size */
         return pmpi_call(c);
     int rc = MPI_SUCCESS, why;
@@ -225,16 +247,20 @@ static int route(unsigned op, const struct rma_call *c, void *ret)
     return rc;
 }
 
-int hb_rma_put(const void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
-               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret)
+int hb_rma_put(const void *obuf, int ocount, MPI_Datatype otype, int target,
+               MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
+               MPI_Request *req, void *ret)
 {
-    struct rma_call c = {0, (void *)obuf, ocount, tcount, target, otype, ttype, tdisp, win, req};
+    struct rma_call c = {0,     (void *)obuf, ocount, tcount, target,
+                         otype, ttype,        tdisp,  win,    req};
     return route(HB_OP_PUT, &c, ret);
 }
 
-int hb_rma_get(void *obuf, int ocount, MPI_Datatype otype, int target, MPI_Aint tdisp,
-               int tcount, MPI_Datatype ttype, MPI_Win win, MPI_Request *req, void *ret)
+int hb_rma_get(void *obuf, int ocount, MPI_Datatype otype, int target,
+               MPI_Aint tdisp, int tcount, MPI_Datatype ttype, MPI_Win win,
+               MPI_Request *req, void *ret)
 {
-    struct rma_call c = {1, obuf, ocount, tcount, target, otype, ttype, tdisp, win, req};
+    struct rma_call c = {1,     obuf,  ocount, tcount, target,
+                         otype, ttype, tdisp,  win,    req};
     return route(HB_OP_GET, &c, ret);
 }

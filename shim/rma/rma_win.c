@@ -58,11 +58,12 @@ static int start(const struct hb_ctx *ctx)
     tag_space();
     hb_rma.fail_every = fail_every();
     int any_rdma;
-    hb_rma.on = hb_subsys_agree(ctx, !ctx->cfg->rma || ctx->lock_needed, rdma_here(ctx),
-                                &any_rdma);
+    hb_rma.on = hb_subsys_agree(ctx, !ctx->cfg->rma || ctx->lock_needed,
+                                rdma_here(ctx), &any_rdma);
     if (ctx->cfg->rma && ctx->lock_needed && any_rdma)
-        hb_note("MPI_THREAD_MULTIPLE: hot MPI_Put/MPI_Get stay on MPI (hotbuf's transport is "
-                "single-threaded)");
+        hb_note(
+            "MPI_THREAD_MULTIPLE: hot MPI_Put/MPI_Get stay on MPI (hotbuf's transport is "
+            "single-threaded)");
     return 0;
 }
 
@@ -77,7 +78,8 @@ static void win_destroy(struct hb_win *w)
 {
     hb_rma_complete(&hb_rma, w, -1);
     for (int r = 0; w->nstart && r < w->size; r++)
-        if (w->pscw[r] == HB_PSCW_WAITING) { /* an epoch left open: drop its tokens */
+        if (w->pscw[r] ==
+            HB_PSCW_WAITING) { /* an epoch left open: drop its tokens */
             PMPI_Cancel(&w->tokens[r]);
             PMPI_Request_free(&w->tokens[r]);
         }
@@ -99,17 +101,20 @@ static void stop(const struct hb_ctx *ctx)
 {
     struct hb_win *w, *tmp;
     (void)ctx;
-    HASH_ITER(hh, hb_rma.wins, w, tmp) {
+    HASH_ITER(hh, hb_rma.wins, w, tmp)
+    {
         HASH_DEL(hb_rma.wins, w);
         win_destroy(w);
     }
     hb_rma.on = 0;
 }
 
+/* clang-format off */
 const struct hb_subsys hb_rma_subsys = {
-    .name = "rma", .start = start, .stop = stop,
-    .section = &hb_rma_section, .counters = &hb_rma.stats,
+    .name = "rma", .start = start, .stop = stop, .section = &hb_rma_section,
+    .counters = &hb_rma.stats,
 };
+/* clang-format on */
 
 void hb_rma_win_unhandled(int reason)
 {
@@ -184,8 +189,8 @@ static void adopt(struct hb_win *w)
         nomem |= (int)t->nomem;
     }
     hb_rma.next_id = id + 1;
-    w->tag = hb_rma.tag_base +
-             HB_RMA_TAGS * (int)(id % (uint32_t)hb_rma.tag_slots);
+    w->tag =
+        hb_rma.tag_base + HB_RMA_TAGS * (int)(id % (uint32_t)hb_rma.tag_slots);
     if (nomem) /* a rank cannot keep the window: nobody serves it */
         w->any_rdma = 0;
     w->rdma = w->any_rdma && w->targets[w->rank].rdma;
@@ -198,8 +203,8 @@ static void count_window(const struct hb_win *w)
     if (w->rdma && (me->ok || !me->size))
         hb_rma.stats.windows_rdma++;
     else
-        hb_rma.stats.windows_pmpi[w->rdma ? HB_WIN_REGISTRATION
-                                          : HB_WIN_NO_RDMA]++;
+        hb_rma.stats
+            .windows_pmpi[w->rdma ? HB_WIN_REGISTRATION : HB_WIN_NO_RDMA]++;
 }
 
 /* The exchange of the records runs on the window's own communicator: the
@@ -216,8 +221,7 @@ static int exchange(struct hb_win *w, const struct hb_rma_target *me,
     struct hb_rma_target *all = w ? w->targets : calloc(n, sizeof(*me));
     if (!all) /* no memory at all: the others wait in vain (never seen) */
         return -1;
-    PMPI_Allgather(me, sizeof(*me), MPI_BYTE, all, sizeof(*me), MPI_BYTE,
-                   comm);
+    PMPI_Allgather(me, sizeof(*me), MPI_BYTE, all, sizeof(*me), MPI_BYTE, comm);
     if (!w)
         free(all);
     return w ? 0 : -1;
@@ -323,18 +327,20 @@ void hb_rma_win_republish(struct hb_win *w)
     }
 }
 
-void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit, MPI_Comm comm)
+void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit,
+                        MPI_Comm comm)
 {
     hb_nested++;
     win_add(win, base, size, disp_unit, comm);
     hb_nested--;
 }
 
-void hb_rma_win_allocated(MPI_Win win, void *baseptr, MPI_Aint size, int disp_unit,
-                          MPI_Comm comm)
+void hb_rma_win_allocated(MPI_Win win, void *baseptr, MPI_Aint size,
+                          int disp_unit, MPI_Comm comm)
 {
     void *base;
-    memcpy(&base, baseptr, sizeof(base)); /* baseptr is a void ** passed as void * */
+    memcpy(&base, baseptr,
+           sizeof(base)); /* baseptr is a void ** passed as void * */
     hb_rma_win_created(win, base, size, disp_unit, comm);
 }
 

@@ -13,7 +13,8 @@ double hb_measure_lookup_ns(int bits)
 {
     enum { BUFFERS = 4096, LOOKUPS = 1 << 16 };
     struct hb_table t;
-    struct hb_table_params p = {.bits = bits, .max_entries = BUFFERS, .adapt = 0};
+    struct hb_table_params p = {
+        .bits = bits, .max_entries = BUFFERS, .adapt = 0};
     if (hb_table_init(&t, &p))
         return 10.0;
     for (uintptr_t i = 0; i < BUFFERS; i++) {
@@ -28,7 +29,8 @@ double hb_measure_lookup_ns(int bits)
         double t0 = hb_clock_ns();
         for (uint32_t i = 0; i < LOOKUPS; i++) {
             uint32_t chain = 0;
-            uintptr_t key = 0x7f0000000000 + (uintptr_t)((i * 2654435761u) % BUFFERS) * 4160;
+            uintptr_t key = 0x7f0000000000 +
+                            (uintptr_t)((i * 2654435761u) % BUFFERS) * 4160;
             struct hb_entry *e = hb_table_find(&t, key, &chain);
             sink += e ? e->uses : chain;
         }
@@ -49,7 +51,8 @@ static void calibrate_reg(struct hb_costmodel *cm, const struct hb_config *cfg,
     cm->reg_src = HB_COST_DEFAULT;
     if (cfg->reg_base_us < 0 || cfg->reg_page_us < 0) {
         int rc = pd ? hb_measure_reg_cost_pd(pd, &base, &page, why_default, len)
-                    : hb_measure_reg_cost(cfg->device, cfg->port, &base, &page, why_default, len);
+                    : hb_measure_reg_cost(cfg->device, cfg->port, &base, &page,
+                                          why_default, len);
         if (rc == 0)
             cm->reg_src = HB_COST_MEASURED;
     }
@@ -59,8 +62,8 @@ static void calibrate_reg(struct hb_costmodel *cm, const struct hb_config *cfg,
     cm->reg_page_us = cfg->reg_page_us >= 0 ? cfg->reg_page_us : page;
 }
 
-void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg, struct ibv_pd *pd,
-                     char *why_default, size_t len)
+void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg,
+                     struct ibv_pd *pd, char *why_default, size_t len)
 {
     why_default[0] = 0;
     if (cfg->copy_ns_per_kb >= 0)

@@ -20,30 +20,31 @@
 #define HB_SITE_OTHER 0
 
 struct hb_site {
-    uint64_t key;                     /* hash of the frames */
-    uintptr_t frames[HB_MAX_DEPTH];   /* frames[0] = the MPI call's return address */
+    uint64_t key; /* hash of the frames */
+    uintptr_t
+        frames[HB_MAX_DEPTH]; /* frames[0] = the MPI call's return address */
     uint8_t depth;
-    uint8_t op;                       /* operation class of its first call */
+    uint8_t op;                        /* operation class of its first call */
     HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
-    uint64_t empty_calls;             /* zero-byte or MPI_PROC_NULL */
-    double saving_ns;                 /* of the buffers first used here, closed
+    uint64_t empty_calls;              /* zero-byte or MPI_PROC_NULL */
+    double saving_ns;                  /* of the buffers first used here, closed
                                          runs and registrations (tracker.h) */
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit
  * touches one cache line. */
 struct hb_site_slot {
-    uint64_t key;            /* 0 = empty */
+    uint64_t key; /* 0 = empty */
     uint32_t id;
 };
 
 struct hb_sites {
-    struct hb_site *site;    /* dense, [0] = <other> */
+    struct hb_site *site; /* dense, [0] = <other> */
     struct hb_site_slot *index;
     uint32_t mask;
-    uint32_t count;          /* ids in use, including <other> */
-    uint32_t max;            /* capacity of site[] */
-    int depth;               /* frames per site; 0 = sites off */
+    uint32_t count; /* ids in use, including <other> */
+    uint32_t max;   /* capacity of site[] */
+    int depth;      /* frames per site; 0 = sites off */
 };
 
 int hb_sites_init(struct hb_sites *s, int depth, uint32_t max_sites);
@@ -59,10 +60,12 @@ static inline uint32_t hb_sites_slot(const struct hb_sites *s, uint64_t key)
 }
 
 /* At depth 1 a known site is one multiply and one compare away. */
-static inline uint16_t hb_sites_lookup(struct hb_sites *s, void *ret, unsigned op)
+static inline uint16_t hb_sites_lookup(struct hb_sites *s, void *ret,
+                                       unsigned op)
 {
     if (s->depth <= 1) {
-        const struct hb_site_slot *slot = &s->index[hb_sites_slot(s, (uint64_t)(uintptr_t)ret)];
+        const struct hb_site_slot *slot =
+            &s->index[hb_sites_slot(s, (uint64_t)(uintptr_t)ret)];
         if (slot->key == (uint64_t)(uintptr_t)ret)
             return (uint16_t)slot->id;
     }

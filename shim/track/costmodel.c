@@ -92,7 +92,8 @@ double hb_cost_break_even(const struct hb_costmodel *cm, uint64_t size)
     return hb_cost_reg_ns(cm, size) / gain;
 }
 
-void hb_cost_thresholds(const struct hb_costmodel *cm, const struct hb_threshold_params *p,
+void hb_cost_thresholds(const struct hb_costmodel *cm,
+                        const struct hb_threshold_params *p,
                         uint32_t thr[HB_SIZE_CLASSES])
 {
     for (unsigned k = 0; k < HB_SIZE_CLASSES; k++) {
@@ -111,11 +112,13 @@ void hb_cost_thresholds(const struct hb_costmodel *cm, const struct hb_threshold
     }
 }
 
-double hb_cost_saving_ns(const struct hb_costmodel *cm, uint64_t size, uint64_t hot_uses)
+double hb_cost_saving_ns(const struct hb_costmodel *cm, uint64_t size,
+                         uint64_t hot_uses)
 {
     if (!hot_uses)
         return 0;
-    return (double)hot_uses * hb_cost_copy_ns(cm, size) - hb_cost_reg_ns(cm, size);
+    return (double)hot_uses * hb_cost_copy_ns(cm, size) -
+           hb_cost_reg_ns(cm, size);
 }
 
 const char *hb_cost_source_name(enum hb_cost_source s)

@@ -44,19 +44,21 @@ double hb_cost_reg_ns(const struct hb_costmodel *cm, uint64_t size);
 double hb_cost_break_even(const struct hb_costmodel *cm, uint64_t size);
 
 struct hb_threshold_params {
-    double speculative;   /* fraction of the break-even count */
+    double speculative; /* fraction of the break-even count */
     uint64_t min_size, eager_limit;
-    uint32_t fixed;       /* nonzero: this threshold for every eligible size */
+    uint32_t fixed; /* nonzero: this threshold for every eligible size */
 };
 
 /* Fills thr[k] for every size class: uses at which a buffer of size 2^k
  * becomes hot, HB_NEVER where it cannot.  The exact min/eager bounds are
  * checked per call by hb_threshold_for(). */
-void hb_cost_thresholds(const struct hb_costmodel *cm, const struct hb_threshold_params *p,
+void hb_cost_thresholds(const struct hb_costmodel *cm,
+                        const struct hb_threshold_params *p,
                         uint32_t thr[HB_SIZE_CLASSES]);
 
 static inline uint32_t hb_threshold_for(const uint32_t thr[HB_SIZE_CLASSES],
-                                        const struct hb_threshold_params *p, uint64_t size)
+                                        const struct hb_threshold_params *p,
+                                        uint64_t size)
 {
     if (size < p->min_size || size > p->eager_limit)
         return HB_NEVER;
@@ -67,7 +69,8 @@ static inline uint32_t hb_threshold_for(const uint32_t thr[HB_SIZE_CLASSES],
  * registered: copies avoided x C minus its one registration R.  The lookup
  * overhead V is paid on every tracked call, hot or not, and is reported
  * separately. */
-double hb_cost_saving_ns(const struct hb_costmodel *cm, uint64_t size, uint64_t hot_uses);
+double hb_cost_saving_ns(const struct hb_costmodel *cm, uint64_t size,
+                         uint64_t hot_uses);
 
 const char *hb_cost_source_name(enum hb_cost_source s);
 

@@ -29,9 +29,9 @@ static inline const char *hb_op_name(unsigned op)
  *   hot_calls        calls that were hot (tracker.h)
  *   untracked_calls  new buffer while the table no longer grows
  *   rerouted_calls   moved by hotbuf's own RDMA instead of MPI */
-#define HB_CALL_COUNTERS(_)                                                   \
-    _(calls) _(bytes) _(reuse_calls) _(hot_calls) _(untracked_calls)          \
-    _(rerouted_calls)
+#define HB_CALL_COUNTERS(_)                                                    \
+    _(calls)                                                                   \
+    _(bytes) _(reuse_calls) _(hot_calls) _(untracked_calls) _(rerouted_calls)
 #define HB_COUNTER_FIELD(name) uint64_t name;
 #define HB_COUNTER_COPY(name) to->name = from->name;
 #define HB_COUNTER_ADD(name) to->name += from->name;

@@ -37,8 +37,8 @@ static double time_reg(struct ibv_pd *pd, size_t len, int reps)
     return best;
 }
 
-int hb_measure_reg_cost_pd(struct ibv_pd *pd, double *base_us, double *page_us, char *why,
-                           size_t len)
+int hb_measure_reg_cost_pd(struct ibv_pd *pd, double *base_us, double *page_us,
+                           char *why, size_t len)
 {
     double r1 = time_reg(pd, 4096, 8), r256 = time_reg(pd, 256 * 4096, 4);
     if (r1 < 0 || r256 < 0) {
@@ -51,8 +51,8 @@ int hb_measure_reg_cost_pd(struct ibv_pd *pd, double *base_us, double *page_us, 
     return 0;
 }
 
-int hb_measure_reg_cost(const char *device, int port, double *base_us, double *page_us,
-                        char *why, size_t len)
+int hb_measure_reg_cost(const char *device, int port, double *base_us,
+                        double *page_us, char *why, size_t len)
 {
     struct hb_ibdev d;
     struct ibv_pd *pd;

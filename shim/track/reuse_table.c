@@ -14,7 +14,8 @@
  * keeps hotbuf's own memory out of the application's heap. */
 static void *map_zeroed(size_t len)
 {
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
 
@@ -43,7 +44,8 @@ void hb_table_destroy(struct hb_table *t)
 static int should_adapt(const struct hb_table *t)
 {
     return t->p.adapt && t->max_chain >= t->p.adapt_chain &&
-           (double)t->hot_entries * 100.0 < t->p.adapt_hot_pct * (double)t->entries;
+           (double)t->hot_entries * 100.0 <
+               t->p.adapt_hot_pct * (double)t->entries;
 }
 
 static void stop_growing(struct hb_table *t, enum hb_stop_reason why)
@@ -52,7 +54,8 @@ static void stop_growing(struct hb_table *t, enum hb_stop_reason why)
     t->stopped_after_entries = t->entries;
 }
 
-struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t chain_len)
+struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key,
+                                 uint32_t chain_len)
 {
     if (t->stopped)
         return NULL;
@@ -79,7 +82,8 @@ struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t cha
     return e;
 }
 
-void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev, struct hb_entry *e)
+void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev,
+                            struct hb_entry *e)
 {
     prev->next = e->next;
     e->next = *head;
@@ -97,8 +101,8 @@ static void foreach_one(void *obj, void *ctx)
     f->fn(obj, f->ctx);
 }
 
-void hb_table_foreach(const struct hb_table *t, void (*fn)(const struct hb_entry *, void *),
-                      void *ctx)
+void hb_table_foreach(const struct hb_table *t,
+                      void (*fn)(const struct hb_entry *, void *), void *ctx)
 {
     struct foreach_ctx f = {fn, ctx};
     hb_pool_foreach(&t->pool, foreach_one, &f); /* entries are never put back */

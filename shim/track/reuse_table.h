@@ -27,36 +27,36 @@
  * started, the threshold at that size) and the tracker closes it into the
  * class's size counts only when the size changes (see tracker.h). */
 struct hb_entry {
-    struct hb_entry *next;  /* chain */
-    uintptr_t key;          /* address | class << 56 */
-    uint32_t uses;          /* calls on this buffer */
-    uint32_t run_start;     /* uses before the current run at `size` began */
-    uint32_t size;          /* extent of the current run's calls (saturates) */
-    uint32_t thr;           /* uses at which a call at `size` is hot (HB_NEVER: never) */
-    uint32_t hot_uses;      /* hot calls in closed runs (hb_tracker_hot_uses: all) */
-    uint32_t reg_size;      /* largest size a call was hot at (registered extent) */
-    uint32_t max_size;      /* largest extent used */
-    uint16_t site;          /* call site that first used it */
-    uint8_t op;             /* operation class */
-    uint8_t hot;            /* some call was hot: it would be registered */
+    struct hb_entry *next; /* chain */
+    uintptr_t key;         /* address | class << 56 */
+    uint32_t uses;         /* calls on this buffer */
+    uint32_t run_start;    /* uses before the current run at `size` began */
+    uint32_t size;         /* extent of the current run's calls (saturates) */
+    uint32_t thr; /* uses at which a call at `size` is hot (HB_NEVER: never) */
+    uint32_t hot_uses; /* hot calls in closed runs (hb_tracker_hot_uses: all) */
+    uint32_t reg_size; /* largest size a call was hot at (registered extent) */
+    uint32_t max_size; /* largest extent used */
+    uint16_t site;     /* call site that first used it */
+    uint8_t op;        /* operation class */
+    uint8_t hot;       /* some call was hot: it would be registered */
 };
 
 enum hb_stop_reason { HB_GROWING = 0, HB_STOP_ADAPTED, HB_STOP_FULL };
 
 struct hb_table_params {
-    int bits;               /* 2^bits buckets */
-    uint64_t max_entries;   /* pool cap */
-    int adapt;              /* 0: never stop growing for low hotness */
+    int bits;             /* 2^bits buckets */
+    uint64_t max_entries; /* pool cap */
+    int adapt;            /* 0: never stop growing for low hotness */
     double adapt_hot_pct;
     uint32_t adapt_chain;
 };
 
 struct hb_table {
     struct hb_entry **buckets;
-    unsigned shift;               /* 64 - bits */
+    unsigned shift; /* 64 - bits */
     uint64_t nbuckets;
     struct hb_table_params p;
-    struct hb_pool pool;           /* the entries; never put back */
+    struct hb_pool pool; /* the entries; never put back */
     uint64_t entries;
     uint64_t hot_entries;
     uint32_t max_chain;
@@ -78,7 +78,8 @@ int hb_table_init(struct hb_table *t, const struct hb_table_params *p);
 void hb_table_destroy(struct hb_table *t);
 
 /* Moves e, found behind prev in its chain, to the chain's head. */
-void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev, struct hb_entry *e);
+void hb_table_move_to_front(struct hb_entry **head, struct hb_entry *prev,
+                            struct hb_entry *e);
 
 /* Returns the entry for key, or NULL (then *chain_len is the length of the
  * chain searched).  An entry found behind others moves to the front of its
@@ -103,7 +104,8 @@ static inline struct hb_entry *hb_table_find(struct hb_table *t, uintptr_t key,
 
 /* Inserts a zeroed entry for key (known absent, chain_len from the failed
  * find).  Returns NULL when the table has stopped growing. */
-struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key, uint32_t chain_len);
+struct hb_entry *hb_table_insert(struct hb_table *t, uintptr_t key,
+                                 uint32_t chain_len);
 
 /* Marks e hot (counted for the adaptation rule). */
 static inline void hb_table_mark_hot(struct hb_table *t, struct hb_entry *e)
@@ -113,8 +115,8 @@ static inline void hb_table_mark_hot(struct hb_table *t, struct hb_entry *e)
 }
 
 /* Calls fn on every entry, in no particular order. */
-void hb_table_foreach(const struct hb_table *t, void (*fn)(const struct hb_entry *, void *),
-                      void *ctx);
+void hb_table_foreach(const struct hb_table *t,
+                      void (*fn)(const struct hb_entry *, void *), void *ctx);
 
 /* Bytes of memory the table holds (buckets + pool). */
 size_t hb_table_memory(const struct hb_table *t);

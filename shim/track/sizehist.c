@@ -20,7 +20,8 @@ void hb_size_hist_add(struct hb_size_hist *h, uint64_t size, uint64_t calls)
         }
         if (s->calls)
             continue;
-        if (h->distinct == HB_SIZES_EXACT) { /* full: first come keep their place */
+        if (h->distinct ==
+            HB_SIZES_EXACT) { /* full: first come keep their place */
             h->other_calls += calls;
             return;
         }
@@ -30,12 +31,14 @@ void hb_size_hist_add(struct hb_size_hist *h, uint64_t size, uint64_t calls)
     }
 }
 
-static int before(uint64_t size_a, uint64_t calls_a, uint64_t size_b, uint64_t calls_b)
+static int before(uint64_t size_a, uint64_t calls_a, uint64_t size_b,
+                  uint64_t calls_b)
 {
     return calls_a != calls_b ? calls_a > calls_b : size_a < size_b;
 }
 
-void hb_size_hist_top(const struct hb_size_hist *h, uint64_t *size, uint64_t *calls, int n)
+void hb_size_hist_top(const struct hb_size_hist *h, uint64_t *size,
+                      uint64_t *calls, int n)
 {
     if (n <= 0)
         return;
@@ -43,8 +46,8 @@ void hb_size_hist_top(const struct hb_size_hist *h, uint64_t *size, uint64_t *ca
         size[k] = calls[k] = 0;
     for (uint32_t i = 0; i < HB_SIZE_SLOTS; i++) {
         const struct hb_size_count *s = &h->slot[i];
-        if (!s->calls ||
-            (calls[n - 1] && !before(s->size, s->calls, size[n - 1], calls[n - 1])))
+        if (!s->calls || (calls[n - 1] && !before(s->size, s->calls,
+                                                  size[n - 1], calls[n - 1])))
             continue;
         int k = n - 1; /* insertion into the sorted list, dropping the last */
         for (; k > 0 && (!calls[k - 1] ||

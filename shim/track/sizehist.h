@@ -16,18 +16,18 @@
 
 #include <stdint.h>
 
-#define HB_SIZES_EXACT 256             /* distinct sizes counted exactly */
+#define HB_SIZES_EXACT 256                 /* distinct sizes counted exactly */
 #define HB_SIZE_SLOTS (2 * HB_SIZES_EXACT) /* half full at most: short probes */
 
 struct hb_size_count {
     uint64_t size;
-    uint64_t calls;                    /* 0: empty slot */
+    uint64_t calls; /* 0: empty slot */
 };
 
 struct hb_size_hist {
     struct hb_size_count slot[HB_SIZE_SLOTS];
-    uint32_t distinct;                 /* sizes in slot[] */
-    uint64_t other_calls;              /* calls at sizes past the first HB_SIZES_EXACT */
+    uint32_t distinct;    /* sizes in slot[] */
+    uint64_t other_calls; /* calls at sizes past the first HB_SIZES_EXACT */
 };
 
 /* Counts calls (> 0) at size. */
@@ -35,6 +35,7 @@ void hb_size_hist_add(struct hb_size_hist *h, uint64_t size, uint64_t calls);
 
 /* The n most frequent sizes, by calls descending then size ascending (so
  * equal counts always list the same way); unused places get calls 0. */
-void hb_size_hist_top(const struct hb_size_hist *h, uint64_t *size, uint64_t *calls, int n);
+void hb_size_hist_top(const struct hb_size_hist *h, uint64_t *size,
+                      uint64_t *calls, int n);
 
 #endif

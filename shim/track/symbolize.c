@@ -61,13 +61,16 @@ static void name_by_dladdr(uintptr_t ret, char *buf, size_t len)
     }
     if (info.dli_sname)
         snprintf(buf, len, "%s+0x%lx (%s)", info.dli_sname,
-                 (unsigned long)(ret - (uintptr_t)info.dli_saddr), basename_of(info.dli_fname));
+                 (unsigned long)(ret - (uintptr_t)info.dli_saddr),
+                 basename_of(info.dli_fname));
     else
-        snprintf(buf, len, "0x%lx (%s)", (unsigned long)(ret - (uintptr_t)info.dli_fbase),
+        snprintf(buf, len, "0x%lx (%s)",
+                 (unsigned long)(ret - (uintptr_t)info.dli_fbase),
                  basename_of(info.dli_fname));
 }
 
-void hb_symbolize(struct hb_symbolizer *sym, uintptr_t ret, char *buf, size_t len)
+void hb_symbolize(struct hb_symbolizer *sym, uintptr_t ret, char *buf,
+                  size_t len)
 {
     /* ret points after the call instruction; the call itself is at ret-1,
      * which matters when the call is the last instruction of a line. */
@@ -77,13 +80,16 @@ void hb_symbolize(struct hb_symbolizer *sym, uintptr_t ret, char *buf, size_t le
         name_by_dladdr(ret, buf, len);
         return;
     }
-    const char *modname = dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    const char *modname =
+        dwfl_module_info(mod, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     GElf_Off off = 0;
     GElf_Sym elfsym;
-    const char *fn = dwfl_module_addrinfo(mod, pc, &off, &elfsym, NULL, NULL, NULL);
+    const char *fn =
+        dwfl_module_addrinfo(mod, pc, &off, &elfsym, NULL, NULL, NULL);
     Dwfl_Line *line = dwfl_module_getsrc(mod, pc);
     int lineno = 0;
-    const char *file = line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
+    const char *file =
+        line ? dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL) : NULL;
     if (fn && file)
         snprintf(buf, len, "%s (%s:%d)", fn, basename_of(file), lineno);
     else if (fn)
@@ -93,8 +99,8 @@ void hb_symbolize(struct hb_symbolizer *sym, uintptr_t ret, char *buf, size_t le
         name_by_dladdr(ret, buf, len);
 }
 
-void hb_symbolize_frames(struct hb_symbolizer *sym, const uintptr_t *frames, int n, char *buf,
-                         size_t len)
+void hb_symbolize_frames(struct hb_symbolizer *sym, const uintptr_t *frames,
+                         int n, char *buf, size_t len)
 {
     size_t used = 0;
     buf[0] = 0;

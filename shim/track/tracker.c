@@ -4,8 +4,9 @@
 
 #include <string.h>
 
-int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp, int site_depth,
-                    uint32_t max_sites, const struct hb_threshold_params *thp,
+int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp,
+                    int site_depth, uint32_t max_sites,
+                    const struct hb_threshold_params *thp,
                     const struct hb_costmodel *cm)
 {
     memset(t, 0, sizeof(*t));
@@ -35,11 +36,13 @@ unsigned long long hb_tracker_calls(const struct hb_tracker *t)
     return n;
 }
 
-struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key, uint32_t chain)
+struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key,
+                                   uint32_t chain)
 {
     int was_growing = !t->table.stopped;
     struct hb_entry *e = hb_table_insert(&t->table, key, chain);
-    if (!e && was_growing) /* the current call is already counted: not before the stop */
+    if (!e &&
+        was_growing) /* the current call is already counted: not before the stop */
         t->calls_when_stopped = hb_tracker_calls(t) - 1;
     return e;
 }
@@ -54,8 +57,8 @@ static void run_counts(const struct hb_entry *e, uint64_t end, uint64_t *calls,
     *hot = end >= thr && *calls ? end - (first > thr ? first : thr) + 1 : 0;
 }
 
-static void price_run(const struct hb_tracker *t, const struct hb_entry *e, uint64_t end,
-                      struct hb_run *r)
+static void price_run(const struct hb_tracker *t, const struct hb_entry *e,
+                      uint64_t end, struct hb_run *r)
 {
     r->size = e->size;
     run_counts(e, end, &r->calls, &r->hot);
@@ -70,7 +73,8 @@ void hb_tracker_open_run(const struct hb_tracker *t, const struct hb_entry *e,
 
 /* Saving goes to the class and to the site that first used the buffer
  * (the report lists buffers there). */
-static void add_saving(struct hb_tracker *t, const struct hb_entry *e, double ns)
+static void add_saving(struct hb_tracker *t, const struct hb_entry *e,
+                       double ns)
 {
     t->saving_ns[e->op] += ns;
     t->sites.site[e->site].saving_ns += ns;
@@ -97,7 +101,8 @@ void hb_tracker_resize(struct hb_tracker *t, struct hb_entry *e, uint64_t span)
     e->thr = hb_threshold_for(t->thr, &t->tp, span);
     if (e->size > e->max_size)
         e->max_size = e->size;
-    if (e->uses > e->thr) /* hot from its first call; == is left to the caller */
+    if (e->uses >
+        e->thr) /* hot from its first call; == is left to the caller */
         hb_tracker_hot_run(t, e);
 }
 
@@ -115,7 +120,8 @@ void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e)
     add_saving(t, e, -hb_cost_reg_ns(&t->cm, e->size));
 }
 
-uint32_t hb_tracker_hot_uses(const struct hb_tracker *t, const struct hb_entry *e)
+uint32_t hb_tracker_hot_uses(const struct hb_tracker *t,
+                             const struct hb_entry *e)
 {
     struct hb_run r;
     hb_tracker_open_run(t, e, &r);

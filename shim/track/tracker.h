@@ -17,13 +17,14 @@ struct hb_tracker {
     struct hb_class_stats cls[HB_OP_COUNT];
     struct hb_threshold_params tp;
     uint32_t thr[HB_SIZE_CLASSES];
-    unsigned long long calls_when_stopped;  /* all calls when the table stopped */
+    unsigned long long
+        calls_when_stopped; /* all calls when the table stopped */
     /* Filled when a buffer's run of same-size calls closes (slow path):
      * calls per size, and the saving of the hot calls (each at its own
      * size) minus the registrations.  Open runs are added by the report. */
     struct hb_size_hist sizes[HB_OP_COUNT];
     double saving_ns[HB_OP_COUNT];
-    struct hb_costmodel cm;                 /* prices runs and registrations */
+    struct hb_costmodel cm; /* prices runs and registrations */
 };
 
 /* A buffer as one call uses it: the span [addr, addr+span) (true extent for
@@ -34,8 +35,9 @@ struct hb_use {
     uint64_t bytes;
 };
 
-int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp, int site_depth,
-                    uint32_t max_sites, const struct hb_threshold_params *thp,
+int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp,
+                    int site_depth, uint32_t max_sites,
+                    const struct hb_threshold_params *thp,
                     const struct hb_costmodel *cm);
 void hb_tracker_destroy(struct hb_tracker *t);
 
@@ -46,7 +48,8 @@ void hb_tracker_destroy(struct hb_tracker *t);
 /* Id of the call site whose innermost frame is site_ret (the wrapper's
  * return address; NULL or sites off: HB_SITE_OTHER).  Must be called from
  * the wrapper's own call stack when sites are deeper than one frame. */
-static inline uint16_t hb_tracker_site(struct hb_tracker *t, unsigned op, void *site_ret)
+static inline uint16_t hb_tracker_site(struct hb_tracker *t, unsigned op,
+                                       void *site_ret)
 {
     if (!site_ret || t->sites.depth <= 0)
         return HB_SITE_OTHER;
@@ -54,7 +57,8 @@ static inline uint16_t hb_tracker_site(struct hb_tracker *t, unsigned op, void *
 }
 
 /* Slow path of a lookup miss: insert, noting when the table stops. */
-struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key, uint32_t chain);
+struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key,
+                                   uint32_t chain);
 
 /* Slow paths of hb_tracker_record, out of line: a call whose size differs
  * from its buffer's current run (closes the run, prices it), and the first
@@ -74,8 +78,8 @@ void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e);
  * a run ends (hb_tracker_resize), which for the usual loop over one size
  * is never, and for a size sweep once per size. */
 static inline __attribute__((always_inline)) struct hb_entry *
-hb_tracker_record(struct hb_tracker *t, unsigned op,
-                                                 const struct hb_use *u, uint16_t site_id)
+hb_tracker_record(struct hb_tracker *t, unsigned op, const struct hb_use *u,
+                  uint16_t site_id)
 {
     struct hb_class_stats *cs = &t->cls[op];
     struct hb_site *site = &t->sites.site[site_id];
@@ -136,11 +140,12 @@ void hb_tracker_open_run(const struct hb_tracker *t, const struct hb_entry *e,
                          struct hb_run *r);
 
 /* All hot calls on e, the open run's included. */
-uint32_t hb_tracker_hot_uses(const struct hb_tracker *t, const struct hb_entry *e);
+uint32_t hb_tracker_hot_uses(const struct hb_tracker *t,
+                             const struct hb_entry *e);
 
 /* A call that moves nothing (zero bytes or MPI_PROC_NULL peer). */
-static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op, int proc_null,
-                                           uint16_t site_id)
+static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op,
+                                           int proc_null, uint16_t site_id)
 {
     t->cls[op].calls++;
     t->sites.site[site_id].calls++;
@@ -152,7 +157,8 @@ static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op, in
 }
 
 /* A call at site that hotbuf moved itself (RMA, Allgather) instead of MPI. */
-static inline void hb_tracker_count_rerouted(struct hb_tracker *t, unsigned op, uint16_t site_id)
+static inline void hb_tracker_count_rerouted(struct hb_tracker *t, unsigned op,
+                                             uint16_t site_id)
 {
     t->cls[op].rerouted_calls++;
     t->sites.site[site_id].rerouted_calls++;

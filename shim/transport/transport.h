@@ -33,45 +33,57 @@ struct ibv_pd;
 
 /* ---- return codes ------------------------------------------------------------ */
 enum {
-    HB_TR_OK = 0,       /* done / posted / connected */
-    HB_TR_AGAIN = 1,    /* connection under way (or operation pending): use MPI now, ask later */
-    HB_TR_BUSY = 2,     /* send queue full: progress and retry (never blocks) */
-    HB_TR_FAILED = -1,  /* the peer is failed: use PMPI for it from now on */
-    HB_TR_EINVAL = -2,  /* bad argument (length, sge count, inline too long, peer out of range) */
+    HB_TR_OK = 0, /* done / posted / connected */
+    HB_TR_AGAIN =
+        1, /* connection under way (or operation pending): use MPI now, ask later */
+    HB_TR_BUSY = 2,    /* send queue full: progress and retry (never blocks) */
+    HB_TR_FAILED = -1, /* the peer is failed: use PMPI for it from now on */
+    HB_TR_EINVAL =
+        -2, /* bad argument (length, sge count, inline too long, peer out of range) */
 };
 
 /* Peer states (see the state machine in transport_cm.c). */
 enum hb_peer_state {
-    HB_PEER_IDLE,       /* never asked for: no QP, no memory */
-    HB_PEER_REQ_SENT,   /* we asked; our RC QP waits in INIT for the peer's reply */
-    HB_PEER_ACCEPTED,   /* the peer asked; our RC QP is in RTS, waiting for its "ready" */
-    HB_PEER_CONNECTED,  /* RC QP in RTS on both sides: RDMA allowed */
-    HB_PEER_FAILED,     /* final: PMPI for this peer; hb_transport_peer_reason() says why */
+    HB_PEER_IDLE,     /* never asked for: no QP, no memory */
+    HB_PEER_REQ_SENT, /* we asked; our RC QP waits in INIT for the peer's reply */
+    HB_PEER_ACCEPTED, /* the peer asked; our RC QP is in RTS, waiting for its "ready" */
+    HB_PEER_CONNECTED, /* RC QP in RTS on both sides: RDMA allowed */
+    HB_PEER_FAILED, /* final: PMPI for this peer; hb_transport_peer_reason() says why */
 };
 
 enum hb_fork_mode {
-    HB_FORK_AUTO,       /* call ibv_fork_init() unless the kernel makes it unneeded (default) */
-    HB_FORK_OFF,        /* leave fork handling to the application / RDMAV_FORK_SAFE */
+    HB_FORK_AUTO, /* call ibv_fork_init() unless the kernel makes it unneeded (default) */
+    HB_FORK_OFF, /* leave fork handling to the application / RDMAV_FORK_SAFE */
 };
 
 /* ---- parameters ------------------------------------------------------------------- */
 struct hb_transport_params {
-    const char *device;       /* verbs device name; NULL or "" = first one whose port is ACTIVE */
-    int port;                 /* 1-based port number (default 1) */
-    int gid_index;            /* -1 = automatic (RoCE v2 IPv4-mapped first); ignored on InfiniBand */
-    uint32_t sq_depth;        /* send work requests per peer in flight at most (default 64) */
-    uint32_t rq_depth;        /* receive WRs per peer, for RDMA WRITE WITH IMMEDIATE (default 16) */
-    uint32_t signal_every;    /* selective signaling: one signaled send WR in N (default 16, <= sq_depth/2) */
-    uint32_t max_inline;      /* inline data asked for (default 64; the device may give more or 0) */
-    uint32_t max_sge;         /* gather entries per WR (default 2: header + payload) */
-    double connect_timeout_s; /* a peer silent this long after our request is failed (default 10) */
-    double retry_s;           /* first resend of a lost connection datagram (default 0.05; doubles to 1 s) */
-    double op_timeout_s;      /* hb_transport_wait gives up (and fails the peer) after this (default 30) */
-    size_t peer_budget;       /* bytes of memory per connected peer at most (default 64 KiB) */
-    int fork_mode;            /* enum hb_fork_mode */
-    int memlock_check;        /* 1 (default): refuse to open when RLIMIT_MEMLOCK cannot hold the
+    const char *
+        device; /* verbs device name; NULL or "" = first one whose port is ACTIVE */
+    int port; /* 1-based port number (default 1) */
+    int gid_index; /* -1 = automatic (RoCE v2 IPv4-mapped first); ignored on InfiniBand */
+    uint32_t
+        sq_depth; /* send work requests per peer in flight at most (default 64) */
+    uint32_t
+        rq_depth; /* receive WRs per peer, for RDMA WRITE WITH IMMEDIATE (default 16) */
+    uint32_t
+        signal_every; /* selective signaling: one signaled send WR in N (default 16, <= sq_depth/2) */
+    uint32_t
+        max_inline; /* inline data asked for (default 64; the device may give more or 0) */
+    uint32_t max_sge; /* gather entries per WR (default 2: header + payload) */
+    double
+        connect_timeout_s; /* a peer silent this long after our request is failed (default 10) */
+    double
+        retry_s; /* first resend of a lost connection datagram (default 0.05; doubles to 1 s) */
+    double
+        op_timeout_s; /* hb_transport_wait gives up (and fails the peer) after this (default 30) */
+    size_t
+        peer_budget; /* bytes of memory per connected peer at most (default 64 KiB) */
+    int fork_mode; /* enum hb_fork_mode */
+    int memlock_check; /* 1 (default): refuse to open when RLIMIT_MEMLOCK cannot hold the
                                  control area in the transport's share (util/memlock.h); 0 for tests */
-    unsigned debug_cm_drop_every; /* tests only, N >= 2: lose received connection datagrams
+    unsigned
+        debug_cm_drop_every; /* tests only, N >= 2: lose received connection datagrams
                                      number 1, 1+N, 1+2N, ... (requests, replies, ready) */
     /* RDMA WRITE WITH IMMEDIATE arrived from peer (called inside hb_transport_progress;
      * may post, must not close).  NULL: immediates are counted and dropped. */
@@ -93,7 +105,8 @@ int hb_transport_open(const struct hb_transport_params *p, int rank, int size,
 
 /* Must gather `bytes` from every rank into all[rank * bytes] (PMPI_Allgather
  * with MPI_BYTE on hotbuf's communicator); 0 on success. */
-typedef int (*hb_allgather_fn)(const void *mine, void *all, size_t bytes, void *ctx);
+typedef int (*hb_allgather_fn)(const void *mine, void *all, size_t bytes,
+                               void *ctx);
 
 /* Every rank calls exactly one of these, once: bootstrap after a
  * successful open, bootstrap_absent after a failed one (it contributes an
@@ -101,23 +114,28 @@ typedef int (*hb_allgather_fn)(const void *mine, void *all, size_t bytes, void *
  * Returns 0, or -1 with a reason (the allgather failed: close t, stay in
  * pass-through).  hb_transport_bootstrap(NULL, ...) is an error and takes
  * no part in the collective. */
-int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, void *ctx,
-                           char *why, size_t why_len);
-int hb_transport_bootstrap_absent(int size, hb_allgather_fn allgather, void *ctx);
+int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather,
+                           void *ctx, char *why, size_t why_len);
+int hb_transport_bootstrap_absent(int size, hb_allgather_fn allgather,
+                                  void *ctx);
 
 /* ---- connections (on demand) ----------------------------------------------------------- */
 /* Connected -> HB_TR_OK; starting or under way -> HB_TR_AGAIN (never blocks);
  * failed -> HB_TR_FAILED.  The data-path calls below do this implicitly. */
 int hb_transport_connect(struct hb_transport *t, int peer);
-enum hb_peer_state hb_transport_peer_state(const struct hb_transport *t, int peer);
-const char *hb_transport_peer_reason(const struct hb_transport *t, int peer); /* "" unless failed */
+enum hb_peer_state hb_transport_peer_state(const struct hb_transport *t,
+                                           int peer);
+const char *hb_transport_peer_reason(const struct hb_transport *t,
+                                     int peer); /* "" unless failed */
 
 /* ---- data path --------------------------------------------------------------------------- */
 enum hb_tr_opcode { HB_TR_WRITE, HB_TR_WRITE_IMM, HB_TR_READ };
 
 enum {
-    HB_TR_F_SIGNAL = 1, /* signal this WR (set it on the one you will wait for: saves a fence) */
-    HB_TR_F_INLINE = 2, /* copy the data into the WR (length <= hb_transport_info.max_inline;
+    HB_TR_F_SIGNAL =
+        1, /* signal this WR (set it on the one you will wait for: saves a fence) */
+    HB_TR_F_INLINE =
+        2, /* copy the data into the WR (length <= hb_transport_info.max_inline;
                            lkey ignored; the buffer is free again on return) */
 };
 
@@ -132,11 +150,11 @@ struct hb_tr_sge {
 struct hb_tr_wr {
     enum hb_tr_opcode opcode;
     const struct hb_tr_sge *sg; /* local gather (write) / scatter (read) list */
-    int nsge;                   /* 0..max_sge (0: zero-length, e.g. an immediate alone) */
+    int nsge; /* 0..max_sge (0: zero-length, e.g. an immediate alone) */
     uint64_t remote_addr;
     uint32_t rkey;
-    uint32_t imm;               /* HB_TR_WRITE_IMM: delivered in host order to on_imm */
-    unsigned flags;             /* HB_TR_F_* */
+    uint32_t imm;   /* HB_TR_WRITE_IMM: delivered in host order to on_imm */
+    unsigned flags; /* HB_TR_F_* */
 };
 
 /* An operation handle: complete once seq <= the peer's completed count. */
@@ -148,17 +166,19 @@ struct hb_tr_op {
 /* Posts one WR to peer (connecting it on demand).  HB_TR_OK: posted, *op set;
  * HB_TR_AGAIN: not connected yet (nothing posted: use MPI for this one);
  * HB_TR_BUSY: send queue full (nothing posted); HB_TR_FAILED; HB_TR_EINVAL. */
-int hb_transport_post(struct hb_transport *t, int peer, const struct hb_tr_wr *wr,
-                      struct hb_tr_op *op);
+int hb_transport_post(struct hb_transport *t, int peer,
+                      const struct hb_tr_wr *wr, struct hb_tr_op *op);
 
-int hb_transport_write(struct hb_transport *t, int peer, const void *buf, size_t len,
-                       uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
-                       struct hb_tr_op *op);
-int hb_transport_write_imm(struct hb_transport *t, int peer, const void *buf, size_t len,
-                           uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
-                           unsigned flags, struct hb_tr_op *op);
-int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len, uint32_t lkey,
-                      uint64_t raddr, uint32_t rkey, unsigned flags, struct hb_tr_op *op);
+int hb_transport_write(struct hb_transport *t, int peer, const void *buf,
+                       size_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                       unsigned flags, struct hb_tr_op *op);
+int hb_transport_write_imm(struct hb_transport *t, int peer, const void *buf,
+                           size_t len, uint32_t lkey, uint64_t raddr,
+                           uint32_t rkey, uint32_t imm, unsigned flags,
+                           struct hb_tr_op *op);
+int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len,
+                      uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                      unsigned flags, struct hb_tr_op *op);
 
 /* One pass: polls the CQ once (at most 16 completions), handles connection
  * datagrams and retry timers.  Returns the number of events handled; never
@@ -177,66 +197,74 @@ int hb_transport_test(struct hb_transport *t, const struct hb_tr_op *op);
  * posted first.  After op_timeout_s the peer is failed (QP to ERROR, so the
  * buffer is released) and HB_TR_FAILED returned: never hangs. */
 typedef void (*hb_tr_yield_fn)(void *ctx);
-int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_yield_fn yield,
-                      void *ctx);
+int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op,
+                      hb_tr_yield_fn yield, void *ctx);
 
 /* Marks peer failed (QP to ERROR, then destroyed) with reason; the other
  * side learns it with a reject datagram.  For callers that detect a
  * protocol error above the transport. */
-void hb_transport_fail_peer(struct hb_transport *t, int peer, const char *reason);
+void hb_transport_fail_peer(struct hb_transport *t, int peer,
+                            const char *reason);
 
 /* ---- resources, report ----------------------------------------------------------------- */
-struct ibv_pd *hb_transport_pd(struct hb_transport *t); /* for registrations (regcache) */
+struct ibv_pd *
+hb_transport_pd(struct hb_transport *t); /* for registrations (regcache) */
 
 struct hb_transport_info {
     char device[64];
     int port;
-    int link_layer_ib;       /* 1 InfiniBand (LID addressing), 0 Ethernet (RoCE, GID) */
-    int gid_index;           /* -1 on InfiniBand */
-    char gid_type[16];       /* "RoCE v2", "RoCE v1", "IB" */
-    char gid[48];            /* text form */
+    int link_layer_ib; /* 1 InfiniBand (LID addressing), 0 Ethernet (RoCE, GID) */
+    int gid_index;     /* -1 on InfiniBand */
+    char gid_type[16]; /* "RoCE v2", "RoCE v1", "IB" */
+    char gid[48];      /* text form */
     uint16_t lid;
-    int active_mtu;          /* bytes */
-    uint32_t max_inline;     /* what the RC QPs got */
+    int active_mtu;      /* bytes */
+    uint32_t max_inline; /* what the RC QPs got */
     uint32_t sq_depth, rq_depth, signal_every, max_sge;
     uint32_t max_rd_atomic;
-    char fork[96];           /* what was done about fork() and why */
+    char fork[96]; /* what was done about fork() and why */
 };
-void hb_transport_get_info(const struct hb_transport *t, struct hb_transport_info *info);
+void hb_transport_get_info(const struct hb_transport *t,
+                           struct hb_transport_info *info);
 
 /* Memory per connected peer (a model of what the verbs objects occupy, see
  * transport_dev.c) and in total, cf. the ACP channel tables. */
 struct hb_transport_mem {
     /* one connected peer, item by item */
-    size_t sq_entries, sq_wqe_bytes;  /* RC send queue (actual capacity x WQE estimate) */
-    size_t rq_entries, rq_wqe_bytes;  /* RC receive queue */
-    size_t cq_entries, cqe_bytes;     /* the share of the CQ each peer adds */
-    size_t ah_bytes;                  /* UD address handle to the peer's CM QP */
-    size_t peer_struct_bytes;         /* hotbuf's own per-peer state */
-    size_t per_peer_bytes;            /* sum of the above */
-    size_t budget_per_peer;           /* params.peer_budget */
+    size_t sq_entries,
+        sq_wqe_bytes; /* RC send queue (actual capacity x WQE estimate) */
+    size_t rq_entries, rq_wqe_bytes; /* RC receive queue */
+    size_t cq_entries, cqe_bytes;    /* the share of the CQ each peer adds */
+    size_t ah_bytes;                 /* UD address handle to the peer's CM QP */
+    size_t peer_struct_bytes;        /* hotbuf's own per-peer state */
+    size_t per_peer_bytes;           /* sum of the above */
+    size_t budget_per_peer;          /* params.peer_budget */
     /* per rank of the job (connected or not): bootstrap block + peer slot */
     size_t per_rank_bytes;
     /* constant: control area (registered) + UD QP + the CQ's base entries */
     size_t control_area_bytes, ud_qp_bytes, cq_base_bytes, constant_bytes;
     /* now */
     size_t peers_connected, peers_failed, peers_connecting;
-    size_t peer_extra_bytes;          /* charged by upper layers with hb_transport_charge */
-    size_t total_bytes;               /* constant + ranks x per_rank + live peers x per_peer + extra */
-    size_t cq_entries_now;            /* the CQ's actual size */
+    size_t
+        peer_extra_bytes; /* charged by upper layers with hb_transport_charge */
+    size_t
+        total_bytes; /* constant + ranks x per_rank + live peers x per_peer + extra */
+    size_t cq_entries_now; /* the CQ's actual size */
 };
-void hb_transport_get_mem(const struct hb_transport *t, struct hb_transport_mem *m);
+void hb_transport_get_mem(const struct hb_transport *t,
+                          struct hb_transport_mem *m);
 
 /* Upper layers (rings, slots) charge their per-peer memory here; a charge
  * that would take the peer over the budget is refused (-1). delta may be < 0. */
 int hb_transport_charge(struct hb_transport *t, int peer, long delta);
 
 struct hb_transport_stats {
-    uint64_t connects_requested;   /* we sent a first request */
-    uint64_t connects_accepted;    /* we answered a peer's request */
-    uint64_t connects_done;        /* peers that reached CONNECTED */
-    uint64_t collisions;           /* both sides asked at once (tie-break used) */
-    uint64_t cm_resends;           /* connection datagrams sent again (loss or slow peer) */
+    uint64_t connects_requested; /* we sent a first request */
+    uint64_t connects_accepted;  /* we answered a peer's request */
+    uint64_t connects_done;      /* peers that reached CONNECTED */
+    uint64_t collisions;         /* both sides asked at once (tie-break used) */
+    uint64_t
+        cm_resends; /* connection datagrams sent again (loss or slow peer) */
     uint64_t cm_sent, cm_received, cm_dropped;
     uint64_t peers_failed;
     uint64_t writes, write_imms, reads, inline_posts, bytes_posted;
@@ -245,11 +273,14 @@ struct hb_transport_stats {
     uint64_t polls, completions;
     uint64_t cq_resizes;
 };
-void hb_transport_get_stats(const struct hb_transport *t, struct hb_transport_stats *s);
+void hb_transport_get_stats(const struct hb_transport *t,
+                            struct hb_transport_stats *s);
 
 /* Calls fn for every failed peer with its reason (for the report). */
 void hb_transport_foreach_failed(const struct hb_transport *t,
-                                 void (*fn)(void *ctx, int peer, const char *reason), void *ctx);
+                                 void (*fn)(void *ctx, int peer,
+                                            const char *reason),
+                                 void *ctx);
 
 const char *hb_transport_state_name(enum hb_peer_state s);
 

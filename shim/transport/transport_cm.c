@@ -70,17 +70,20 @@
 
 #include "transport_int.h"
 
-_Static_assert(sizeof(struct hb_boot) == HB_TRANSPORT_BOOT_BYTES, "boot block is the wire size");
+_Static_assert(sizeof(struct hb_boot) == HB_TRANSPORT_BOOT_BYTES,
+               "boot block is the wire size");
 
 /* ---- bootstrap ----------------------------------------------------------------------- */
-int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, void *ctx,
-                           char *why, size_t len)
+int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather,
+                           void *ctx, char *why, size_t len)
 {
     char scratch[8];
     if (!why || !len)
         why = scratch, len = sizeof(scratch);
     if (!t) { /* a failed open calls hb_transport_bootstrap_absent instead */
-        snprintf(why, len, "no transport: after a failed open call hb_transport_bootstrap_absent");
+        snprintf(
+            why, len,
+            "no transport: after a failed open call hb_transport_bootstrap_absent");
         return -1;
     }
     if (t->bootstrapped) {
@@ -117,7 +120,9 @@ int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, vo
     }
     if (memcmp(&all[t->rank], &mine, sizeof(mine))) {
         free(all);
-        snprintf(why, len, "the bootstrap allgather returned a wrong block for this rank");
+        snprintf(
+            why, len,
+            "the bootstrap allgather returned a wrong block for this rank");
         return -1;
     }
     if (!(t->peers = calloc((size_t)t->size, sizeof(*t->peers)))) {
@@ -130,10 +135,12 @@ int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather, vo
     return 0;
 }
 
-int hb_transport_bootstrap_absent(int size, hb_allgather_fn allgather, void *ctx)
+int hb_transport_bootstrap_absent(int size, hb_allgather_fn allgather,
+                                  void *ctx)
 {
     unsigned char mine[HB_TRANSPORT_BOOT_BYTES] = {0};
-    unsigned char *all = calloc((size_t)(size > 0 ? size : 1), HB_TRANSPORT_BOOT_BYTES);
+    unsigned char *all =
+        calloc((size_t)(size > 0 ? size : 1), HB_TRANSPORT_BOOT_BYTES);
     if (!all)
         return -1;
     int rc = allgather(mine, all, HB_TRANSPORT_BOOT_BYTES, ctx);
@@ -159,14 +166,18 @@ struct hb_peer *hb_tr_peer_get(struct hb_transport *t, int peer)
     const struct hb_boot *b = &t->boot[peer];
     int ib = t->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND;
     if (b->magic != HB_BOOT_MAGIC)
-        hb_tr_peer_fail(t, pe, 0, "rank %d has no transport (its hb_transport_open failed)", peer);
+        hb_tr_peer_fail(
+            t, pe, 0, "rank %d has no transport (its hb_transport_open failed)",
+            peer);
     else if (b->link_layer_ib != ib)
         hb_tr_peer_fail(t, pe, 0, "rank %d is on %s, this rank on %s", peer,
-                        b->link_layer_ib ? "InfiniBand" : "RoCE", ib ? "InfiniBand" : "RoCE");
+                        b->link_layer_ib ? "InfiniBand" : "RoCE",
+                        ib ? "InfiniBand" : "RoCE");
     return pe;
 }
 
-enum hb_peer_state hb_transport_peer_state(const struct hb_transport *t, int peer)
+enum hb_peer_state hb_transport_peer_state(const struct hb_transport *t,
+                                           int peer)
 {
     if (!t || !t->bootstrapped || peer < 0 || peer >= t->size)
         return HB_PEER_FAILED;
@@ -188,12 +199,15 @@ const char *hb_transport_peer_reason(const struct hb_transport *t, int peer)
 
 const char *hb_transport_state_name(enum hb_peer_state s)
 {
-    static const char *n[] = {"idle", "req-sent", "accepted", "connected", "failed"};
+    static const char *n[] = {"idle", "req-sent", "accepted", "connected",
+                              "failed"};
     return (unsigned)s < sizeof(n) / sizeof(n[0]) ? n[s] : "?";
 }
 
 void hb_transport_foreach_failed(const struct hb_transport *t,
-                                 void (*fn)(void *ctx, int peer, const char *reason), void *ctx)
+                                 void (*fn)(void *ctx, int peer,
+                                            const char *reason),
+                                 void *ctx)
 {
     for (int i = 0; t && t->peers && i < t->size; i++)
         if (hb_transport_peer_state(t, i) == HB_PEER_FAILED)
@@ -238,10 +252,12 @@ static void start_timer(struct hb_transport *t, struct hb_peer *pe)
 /* ---- UD datagrams --------------------------------------------------------------------------- */
 int hb_tr_ud_post_recv(struct hb_transport *t, int slot)
 {
-    struct ibv_sge sge = {(uintptr_t)(t->ctrl + (size_t)slot * HB_UD_SLOT), HB_UD_SLOT,
-                          t->ctrl_mr->lkey};
-    struct ibv_recv_wr wr = {.wr_id = HB_WRID(HB_WR_UD_RECV, 0, slot), .sg_list = &sge,
-                             .num_sge = 1}, *bad;
+    struct ibv_sge sge = {(uintptr_t)(t->ctrl + (size_t)slot * HB_UD_SLOT),
+                          HB_UD_SLOT, t->ctrl_mr->lkey};
+    struct ibv_recv_wr wr = {.wr_id = HB_WRID(HB_WR_UD_RECV, 0, slot),
+                             .sg_list = &sge,
+                             .num_sge = 1},
+                       *bad;
     if (ibv_post_recv(t->ud, &wr, &bad))
         return -1;
     t->ud_recv_posted++;
@@ -277,7 +293,8 @@ static struct ibv_ah *peer_ah(struct hb_transport *t, struct hb_peer *pe)
 
 /* Sends one datagram to pe; -1 when it could not go (no free slot, no AH):
  * the timers resend, and a lost datagram is allowed anyway. */
-int hb_tr_send_cm(struct hb_transport *t, struct hb_peer *pe, int type, const char *text)
+int hb_tr_send_cm(struct hb_transport *t, struct hb_peer *pe, int type,
+                  const char *text)
 {
     struct ibv_ah *ah = peer_ah(t, pe);
     if (!ah || !t->ud_free_mask) {
@@ -285,7 +302,8 @@ int hb_tr_send_cm(struct hb_transport *t, struct hb_peer *pe, int type, const ch
         return -1;
     }
     int slot = __builtin_ctz(t->ud_free_mask);
-    unsigned char *buf = t->ctrl + (size_t)(HB_UD_RECV_SLOTS + slot) * HB_UD_SLOT;
+    unsigned char *buf =
+        t->ctrl + (size_t)(HB_UD_RECV_SLOTS + slot) * HB_UD_SLOT;
     struct hb_cm_msg m;
     memset(&m, 0, sizeof(m));
     m.magic = HB_CM_MAGIC;
@@ -302,12 +320,19 @@ int hb_tr_send_cm(struct hb_transport *t, struct hb_peer *pe, int type, const ch
         snprintf(m.text, sizeof(m.text), "%s", text);
     memcpy(buf, &m, sizeof(m));
     struct ibv_sge sge = {(uintptr_t)buf, HB_CM_MSG_BYTES, t->ctrl_mr->lkey};
-    struct ibv_send_wr wr = {
-        .wr_id = HB_WRID(HB_WR_UD_SEND, pe->rank, slot), .sg_list = &sge, .num_sge = 1,
-        .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED,
-        .wr.ud = {.ah = ah, .remote_qpn = t->boot[pe->rank].ud_qpn,
-                  .remote_qkey = t->boot[pe->rank].ud_qkey},
-    }, *bad;
+    struct ibv_send_wr wr =
+                           {
+                               .wr_id = HB_WRID(HB_WR_UD_SEND, pe->rank, slot),
+                               .sg_list = &sge,
+                               .num_sge = 1,
+                               .opcode = IBV_WR_SEND,
+                               .send_flags = IBV_SEND_SIGNALED,
+                               .wr.ud = {.ah = ah,
+                                         .remote_qpn = t->boot[pe->rank].ud_qpn,
+                                         .remote_qkey =
+                                             t->boot[pe->rank].ud_qkey},
+                           },
+                       *bad;
     if (ibv_post_send(t->ud, &wr, &bad)) {
         t->st.cm_dropped++;
         return -1;
@@ -323,33 +348,41 @@ static int qp_create(struct hb_transport *t, struct hb_peer *pe)
     char why[HB_TR_REASON_LEN];
     int need = (int)(t->sq_depth + t->rq_depth);
     if (hb_tr_ensure_cq(t, need, why, sizeof(why))) {
-        hb_tr_peer_fail(t, pe, 1, "cannot connect to rank %d: %s", pe->rank, why);
+        hb_tr_peer_fail(t, pe, 1, "cannot connect to rank %d: %s", pe->rank,
+                        why);
         return -1;
     }
     if (!(pe->qp = hb_tr_create_rc_qp(t, pe->rank, why, sizeof(why)))) {
-        hb_tr_peer_fail(t, pe, 1, "cannot connect to rank %d: %s", pe->rank, why);
+        hb_tr_peer_fail(t, pe, 1, "cannot connect to rank %d: %s", pe->rank,
+                        why);
         return -1;
     }
     t->cq_need += need;
     pe->qp_counted = 1;
     pe->my_psn = hb_tr_random(t) & 0xffffff;
     if (hb_tr_post_recvs(t, pe)) {
-        hb_tr_peer_fail(t, pe, 1, "cannot post receives for rank %d: %s", pe->rank, strerror(errno));
+        hb_tr_peer_fail(t, pe, 1, "cannot post receives for rank %d: %s",
+                        pe->rank, strerror(errno));
         return -1;
     }
     return 0;
 }
 
 /* INIT -> RTR -> RTS towards the peer's RC QP. */
-static int qp_connect(struct hb_transport *t, struct hb_peer *pe, uint32_t qpn, uint32_t psn,
-                      uint32_t rd_atomic)
+static int qp_connect(struct hb_transport *t, struct hb_peer *pe, uint32_t qpn,
+                      uint32_t psn, uint32_t rd_atomic)
 {
     const struct hb_boot *b = &t->boot[pe->rank];
-    enum ibv_mtu mtu = t->port_attr.active_mtu < (enum ibv_mtu)b->mtu ? t->port_attr.active_mtu
-                                                                      : (enum ibv_mtu)b->mtu;
+    enum ibv_mtu mtu = t->port_attr.active_mtu < (enum ibv_mtu)b->mtu
+                           ? t->port_attr.active_mtu
+                           : (enum ibv_mtu)b->mtu;
     struct ibv_qp_attr a = {
-        .qp_state = IBV_QPS_RTR, .path_mtu = mtu, .dest_qp_num = qpn, .rq_psn = psn,
-        .max_dest_rd_atomic = (uint8_t)t->rd_atomic, .min_rnr_timer = 12,
+        .qp_state = IBV_QPS_RTR,
+        .path_mtu = mtu,
+        .dest_qp_num = qpn,
+        .rq_psn = psn,
+        .max_dest_rd_atomic = (uint8_t)t->rd_atomic,
+        .min_rnr_timer = 12,
         .ah_attr = {.port_num = (uint8_t)t->p.port, .sl = 0},
     };
     if (b->link_layer_ib) {
@@ -360,29 +393,34 @@ static int qp_connect(struct hb_transport *t, struct hb_peer *pe, uint32_t qpn, 
         a.ah_attr.grh.sgid_index = (uint8_t)t->gid_index;
         a.ah_attr.grh.hop_limit = 64;
     }
-    int rc = ibv_modify_qp(pe->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-                                           IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-                                           IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+    int rc = ibv_modify_qp(
+        pe->qp, &a,
+        IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+            IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
     if (rc) {
-        hb_tr_peer_fail(t, pe, 1, "cannot move the QP for rank %d to RTR: %s", pe->rank,
-                        strerror(rc > 0 ? rc : errno));
+        hb_tr_peer_fail(t, pe, 1, "cannot move the QP for rank %d to RTR: %s",
+                        pe->rank, strerror(rc > 0 ? rc : errno));
         return -1;
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;   /* 4.096 us x 2^14 = 67 ms per try */
-    a.retry_cnt = 7;  /* transport errors: ~0.5 s, then a failed completion */
-    a.rnr_retry = 7;  /* receiver not ready (no receive for an immediate): retry forever;
+    a.timeout = 14;  /* 4.096 us x 2^14 = 67 ms per try */
+    a.retry_cnt = 7; /* transport errors: ~0.5 s, then a failed completion */
+    a.rnr_retry =
+        7; /* receiver not ready (no receive for an immediate): retry forever;
                          hb_transport_wait's time-out bounds the caller */
     a.sq_psn = pe->my_psn;
-    a.max_rd_atomic = (uint8_t)(rd_atomic < t->rd_atomic ? rd_atomic : t->rd_atomic);
+    a.max_rd_atomic =
+        (uint8_t)(rd_atomic < t->rd_atomic ? rd_atomic : t->rd_atomic);
     if (!a.max_rd_atomic)
         a.max_rd_atomic = 1;
-    rc = ibv_modify_qp(pe->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-                                       IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+    rc = ibv_modify_qp(pe->qp, &a,
+                       IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+                           IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
+                           IBV_QP_MAX_QP_RD_ATOMIC);
     if (rc) {
-        hb_tr_peer_fail(t, pe, 1, "cannot move the QP for rank %d to RTS: %s", pe->rank,
-                        strerror(rc > 0 ? rc : errno));
+        hb_tr_peer_fail(t, pe, 1, "cannot move the QP for rank %d to RTS: %s",
+                        pe->rank, strerror(rc > 0 ? rc : errno));
         return -1;
     }
     pe->remote_qpn = qpn;
@@ -400,7 +438,8 @@ static void set_connected(struct hb_transport *t, struct hb_peer *pe)
 }
 
 /* Answer a request (from IDLE, or REQ_SENT when the requester outranks us). */
-static void accept_req(struct hb_transport *t, struct hb_peer *pe, const struct hb_cm_msg *m)
+static void accept_req(struct hb_transport *t, struct hb_peer *pe,
+                       const struct hb_cm_msg *m)
 {
     if (!pe->qp && qp_create(t, pe))
         return;
@@ -430,10 +469,8 @@ int hb_transport_connect(struct hb_transport *t, int peer)
     if (!pe)
         return HB_TR_FAILED;
     switch (pe->state) {
-    case HB_PEER_CONNECTED:
-        return HB_TR_OK;
-    case HB_PEER_FAILED:
-        return HB_TR_FAILED;
+    case HB_PEER_CONNECTED: return HB_TR_OK;
+    case HB_PEER_FAILED: return HB_TR_FAILED;
     case HB_PEER_REQ_SENT:
     case HB_PEER_ACCEPTED:
         /* the reply is handled by progress: run one pass so that a caller
@@ -442,8 +479,7 @@ int hb_transport_connect(struct hb_transport *t, int peer)
         return pe->state == HB_PEER_CONNECTED ? HB_TR_OK
                : pe->state == HB_PEER_FAILED  ? HB_TR_FAILED
                                               : HB_TR_AGAIN;
-    case HB_PEER_IDLE:
-        break;
+    case HB_PEER_IDLE: break;
     }
     if (peer == t->rank)
         return connect_self(t, pe);
@@ -460,16 +496,16 @@ int hb_transport_connect(struct hb_transport *t, int peer)
 }
 
 /* ---- incoming datagrams ------------------------------------------------------------------------- */
-static void on_req(struct hb_transport *t, struct hb_peer *pe, const struct hb_cm_msg *m)
+static void on_req(struct hb_transport *t, struct hb_peer *pe,
+                   const struct hb_cm_msg *m)
 {
     switch (pe->state) {
-    case HB_PEER_IDLE:
-        accept_req(t, pe, m);
-        break;
+    case HB_PEER_IDLE: accept_req(t, pe, m); break;
     case HB_PEER_REQ_SENT:
         if (t->rank < pe->rank)
             break; /* both asked, we win: they will answer ours */
-        t->st.collisions++; /* both asked, we lose: counted here, once per pair */
+        t->st
+            .collisions++; /* both asked, we lose: counted here, once per pair */
         hb_tr_cm_list_del(t, pe);
         accept_req(t, pe, m);
         break;
@@ -481,13 +517,12 @@ static void on_req(struct hb_transport *t, struct hb_peer *pe, const struct hb_c
         break;
     case HB_PEER_CONNECTED:
         break; /* a delayed duplicate, or the loser's abandoned request */
-    case HB_PEER_FAILED:
-        hb_tr_send_cm(t, pe, HB_CM_REJ, "failed");
-        break;
+    case HB_PEER_FAILED: hb_tr_send_cm(t, pe, HB_CM_REJ, "failed"); break;
     }
 }
 
-static void on_rep(struct hb_transport *t, struct hb_peer *pe, const struct hb_cm_msg *m)
+static void on_rep(struct hb_transport *t, struct hb_peer *pe,
+                   const struct hb_cm_msg *m)
 {
     switch (pe->state) {
     case HB_PEER_REQ_SENT:
@@ -504,32 +539,31 @@ static void on_rep(struct hb_transport *t, struct hb_peer *pe, const struct hb_c
             hb_tr_send_cm(t, pe, HB_CM_RTU, NULL); /* our RTU was lost */
         }
         break;
-    case HB_PEER_FAILED:
-        hb_tr_send_cm(t, pe, HB_CM_REJ, "failed");
-        break;
-    default:
-        t->st.cm_dropped++;
-        break;
+    case HB_PEER_FAILED: hb_tr_send_cm(t, pe, HB_CM_REJ, "failed"); break;
+    default: t->st.cm_dropped++; break;
     }
 }
 
-static void on_rtu(struct hb_transport *t, struct hb_peer *pe, const struct hb_cm_msg *m)
+static void on_rtu(struct hb_transport *t, struct hb_peer *pe,
+                   const struct hb_cm_msg *m)
 {
-    if (pe->state == HB_PEER_ACCEPTED && m->attempt == pe->attempt && m->qpn == pe->remote_qpn)
+    if (pe->state == HB_PEER_ACCEPTED && m->attempt == pe->attempt &&
+        m->qpn == pe->remote_qpn)
         set_connected(t, pe);
     else if (pe->state == HB_PEER_FAILED)
         hb_tr_send_cm(t, pe, HB_CM_REJ, "failed");
 }
 
-static void on_rej(struct hb_transport *t, struct hb_peer *pe, const struct hb_cm_msg *m)
+static void on_rej(struct hb_transport *t, struct hb_peer *pe,
+                   const struct hb_cm_msg *m)
 {
     if (pe->state == HB_PEER_FAILED)
         return;
     char text[sizeof(m->text) + 1];
     memcpy(text, m->text, sizeof(m->text));
     text[sizeof(m->text)] = 0;
-    hb_tr_peer_fail(t, pe, 0, "rank %d dropped the connection (its side: %s)", pe->rank,
-                    text[0] ? text : "failed");
+    hb_tr_peer_fail(t, pe, 0, "rank %d dropped the connection (its side: %s)",
+                    pe->rank, text[0] ? text : "failed");
 }
 
 void hb_tr_cm_recv(struct hb_transport *t, const struct ibv_wc *wc)
@@ -545,7 +579,8 @@ void hb_tr_cm_recv(struct hb_transport *t, const struct ibv_wc *wc)
     struct hb_cm_msg m;
     int ok = wc->byte_len >= HB_UD_GRH + HB_CM_MSG_BYTES;
     /* tests: lose datagrams, as a congested fabric would */
-    if (ok && t->p.debug_cm_drop_every >= 2 && t->cm_rx_count++ % t->p.debug_cm_drop_every == 0) {
+    if (ok && t->p.debug_cm_drop_every >= 2 &&
+        t->cm_rx_count++ % t->p.debug_cm_drop_every == 0) {
         hb_tr_ud_post_recv(t, slot);
         t->st.cm_dropped++;
         return;
@@ -553,9 +588,11 @@ void hb_tr_cm_recv(struct hb_transport *t, const struct ibv_wc *wc)
     if (ok)
         memcpy(&m, t->ctrl + (size_t)slot * HB_UD_SLOT + HB_UD_GRH, sizeof(m));
     hb_tr_ud_post_recv(t, slot);
-    if (!ok || m.magic != HB_CM_MAGIC || m.dst != (uint32_t)t->rank || m.src >= (uint32_t)t->size ||
-        m.src == (uint32_t)t->rank || m.dst_instance != t->instance ||
-        m.src_instance != t->boot[m.src].instance || wc->src_qp != t->boot[m.src].ud_qpn) {
+    if (!ok || m.magic != HB_CM_MAGIC || m.dst != (uint32_t)t->rank ||
+        m.src >= (uint32_t)t->size || m.src == (uint32_t)t->rank ||
+        m.dst_instance != t->instance ||
+        m.src_instance != t->boot[m.src].instance ||
+        wc->src_qp != t->boot[m.src].ud_qpn) {
         t->st.cm_dropped++;
         return;
     }
@@ -587,20 +624,29 @@ void hb_tr_cm_timers(struct hb_transport *t)
     for (int i = 0; i < t->cm_active; i++) {
         struct hb_peer *pe = t->peers[t->cm_list[i]];
         if (now >= pe->t_start + t->p.connect_timeout_s) {
-            drain_cq(t); /* a reply that came while the caller was away still counts */
-            if (pe->state != HB_PEER_REQ_SENT && pe->state != HB_PEER_ACCEPTED) {
+            drain_cq(
+                t); /* a reply that came while the caller was away still counts */
+            if (pe->state != HB_PEER_REQ_SENT &&
+                pe->state != HB_PEER_ACCEPTED) {
                 i = -1; /* the list changed under us: start over */
                 continue;
             }
             int req = pe->state == HB_PEER_REQ_SENT;
-            hb_tr_peer_fail(t, pe, 1, "rank %d did not %s within %.1f s (%d datagrams sent)",
-                            pe->rank, req ? "answer the connection request" : "confirm the connection",
-                            t->p.connect_timeout_s, pe->sends);
+            hb_tr_peer_fail(
+                t, pe, 1,
+                "rank %d did not %s within %.1f s (%d datagrams sent)",
+                pe->rank,
+                req ? "answer the connection request"
+                    : "confirm the connection",
+                t->p.connect_timeout_s, pe->sends);
             i = -1;
             continue;
         }
         if (now >= pe->t_next) {
-            if (hb_tr_send_cm(t, pe, pe->state == HB_PEER_REQ_SENT ? HB_CM_REQ : HB_CM_REP, NULL) == 0) {
+            if (hb_tr_send_cm(t, pe,
+                              pe->state == HB_PEER_REQ_SENT ? HB_CM_REQ
+                                                            : HB_CM_REP,
+                              NULL) == 0) {
                 pe->sends++;
                 t->st.cm_resends++;
             }

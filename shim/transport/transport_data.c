@@ -42,7 +42,8 @@ static const char *op_name(int op)
 #define HB_OP_FENCE 3
 
 /* ---- failure ------------------------------------------------------------------------- */
-void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify, const char *fmt, ...)
+void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify,
+                     const char *fmt, ...)
 {
     if (pe->state == HB_PEER_FAILED)
         return;
@@ -61,7 +62,8 @@ void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify, con
     if (pe->qp) {
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
         ibv_modify_qp(pe->qp, &a, IBV_QP_STATE);
-        ibv_destroy_qp(pe->qp); /* no more DMA on the caller's buffers after this */
+        ibv_destroy_qp(
+            pe->qp); /* no more DMA on the caller's buffers after this */
         pe->qp = NULL;
     }
     /* cq_need keeps the dead QP's share: its flushed completions may still
@@ -70,11 +72,13 @@ void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify, con
         hb_tr_send_cm(t, pe, HB_CM_REJ, "failed");
 }
 
-void hb_transport_fail_peer(struct hb_transport *t, int peer, const char *reason)
+void hb_transport_fail_peer(struct hb_transport *t, int peer,
+                            const char *reason)
 {
     struct hb_peer *pe = hb_tr_peer_get(t, peer);
     if (pe)
-        hb_tr_peer_fail(t, pe, 1, "%s", reason && reason[0] ? reason : "failed by the caller");
+        hb_tr_peer_fail(t, pe, 1, "%s",
+                        reason && reason[0] ? reason : "failed by the caller");
 }
 
 int hb_transport_debug_qp_error(struct hb_transport *t, int peer)
@@ -90,7 +94,9 @@ int hb_transport_debug_qp_error(struct hb_transport *t, int peer)
 int hb_tr_post_recvs(struct hb_transport *t, struct hb_peer *pe)
 {
     while (pe->rq_posted < t->rq_depth) {
-        struct ibv_recv_wr wr = {.wr_id = HB_WRID(HB_WR_RC_RECV, pe->rank, 0), .num_sge = 0}, *bad;
+        struct ibv_recv_wr wr = {.wr_id = HB_WRID(HB_WR_RC_RECV, pe->rank, 0),
+                                 .num_sge = 0},
+                           *bad;
         if (ibv_post_recv(pe->qp, &wr, &bad))
             return -1;
         pe->rq_posted++;
@@ -117,9 +123,10 @@ static void rc_send_done(struct hb_transport *t, const struct ibv_wc *wc)
     if (seq > 0 && seq - 1 > pe->completed)
         pe->completed = seq - 1;
     pe->fail_seq = seq;
-    hb_tr_peer_fail(t, pe, 1, "%s to rank %d failed: %s (status %d, vendor error 0x%x)",
-                    op_name(pe->ops[seq % t->sq_depth]), peer, ibv_wc_status_str(wc->status),
-                    (int)wc->status, wc->vendor_err);
+    hb_tr_peer_fail(
+        t, pe, 1, "%s to rank %d failed: %s (status %d, vendor error 0x%x)",
+        op_name(pe->ops[seq % t->sq_depth]), peer,
+        ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
 }
 
 static void rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc)
@@ -130,8 +137,9 @@ static void rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc)
         return;
     pe->rq_posted--;
     if (wc->status != IBV_WC_SUCCESS) {
-        hb_tr_peer_fail(t, pe, 1, "the connection to rank %d broke: receive %s (status %d)", peer,
-                        ibv_wc_status_str(wc->status), (int)wc->status);
+        hb_tr_peer_fail(
+            t, pe, 1, "the connection to rank %d broke: receive %s (status %d)",
+            peer, ibv_wc_status_str(wc->status), (int)wc->status);
         return;
     }
     if (pe->state == HB_PEER_ACCEPTED) {
@@ -144,7 +152,8 @@ static void rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc)
     if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
         t->st.imm_received++;
         if (t->p.on_imm)
-            t->p.on_imm(t->p.on_imm_ctx, peer, ntohl(wc->imm_data), wc->byte_len);
+            t->p.on_imm(t->p.on_imm_ctx, peer, ntohl(wc->imm_data),
+                        wc->byte_len);
     }
     if (pe->state != HB_PEER_FAILED && pe->qp && hb_tr_post_recvs(t, pe))
         hb_tr_peer_fail(t, pe, 1, "cannot repost receives for rank %d", peer);
@@ -198,16 +207,15 @@ void hb_tr_check_async(struct hb_transport *t)
         case IBV_EVENT_QP_FATAL:
         case IBV_EVENT_QP_REQ_ERR:
         case IBV_EVENT_QP_ACCESS_ERR:
-        case IBV_EVENT_PATH_MIG_ERR:
-            qp = ev.element.qp;
-            break;
-        default:
-            break;
+        case IBV_EVENT_PATH_MIG_ERR: qp = ev.element.qp; break;
+        default: break;
         }
         intptr_t peer = qp ? (intptr_t)qp->qp_context - 1 : -1;
-        ibv_ack_async_event(&ev); /* before any destroy: ibv_destroy_qp waits for the ack */
+        ibv_ack_async_event(
+            &ev); /* before any destroy: ibv_destroy_qp waits for the ack */
         if (qp && peer >= 0 && peer < t->size && t->peers && t->peers[peer]) {
-            hb_tr_peer_fail(t, t->peers[peer], 1, "the QP to rank %d is in error state (%s)",
+            hb_tr_peer_fail(t, t->peers[peer], 1,
+                            "the QP to rank %d is in error state (%s)",
                             (int)peer, ibv_event_type_str(type));
         } else if (qp && qp == t->ud) {
             fail_all(t, "the connection-management QP failed");
@@ -241,9 +249,10 @@ int hb_transport_progress(struct hb_transport *t)
 }
 
 /* ---- posting --------------------------------------------------------------------------------- */
-static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op, const struct ibv_sge *sg,
-                   int nsge, uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned flags,
-                   uint32_t total, struct hb_tr_op *out)
+static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op,
+                   const struct ibv_sge *sg, int nsge, uint64_t raddr,
+                   uint32_t rkey, uint32_t imm, unsigned flags, uint32_t total,
+                   struct hb_tr_op *out)
 {
     if (pe->posted - pe->completed >= t->sq_depth) {
         hb_tr_poll(t); /* maybe completions are waiting */
@@ -255,33 +264,37 @@ static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op, const str
         }
     }
     uint64_t seq = pe->posted + 1;
-    int sig = (flags & HB_TR_F_SIGNAL) || pe->unsignaled + 1 >= t->p.signal_every;
-    struct ibv_send_wr wr = {
-        .wr_id = HB_WRID(HB_WR_RC_SEND, pe->rank, seq),
-        .sg_list = (struct ibv_sge *)sg, .num_sge = nsge,
-        .send_flags = (sig ? IBV_SEND_SIGNALED : 0) | ((flags & HB_TR_F_INLINE) ? IBV_SEND_INLINE : 0),
-        .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
-    }, *bad;
+    int sig =
+        (flags & HB_TR_F_SIGNAL) || pe->unsignaled + 1 >= t->p.signal_every;
+    struct ibv_send_wr wr =
+                           {
+                               .wr_id = HB_WRID(HB_WR_RC_SEND, pe->rank, seq),
+                               .sg_list = (struct ibv_sge *)sg,
+                               .num_sge = nsge,
+                               .send_flags =
+                                   (sig ? IBV_SEND_SIGNALED : 0) |
+                                   ((flags & HB_TR_F_INLINE) ? IBV_SEND_INLINE
+                                                             : 0),
+                               .wr.rdma = {.remote_addr = raddr, .rkey = rkey},
+                           },
+                       *bad;
     switch (op) {
     case HB_TR_WRITE_IMM:
         wr.opcode = IBV_WR_RDMA_WRITE_WITH_IMM;
         wr.imm_data = htonl(imm);
         break;
-    case HB_TR_READ:
-        wr.opcode = IBV_WR_RDMA_READ;
-        break;
-    default:
-        wr.opcode = IBV_WR_RDMA_WRITE;
-        break;
+    case HB_TR_READ: wr.opcode = IBV_WR_RDMA_READ; break;
+    default: wr.opcode = IBV_WR_RDMA_WRITE; break;
     }
     int rc = ibv_post_send(pe->qp, &wr, &bad);
     if (rc) {
-        if (rc == ENOMEM) { /* the provider counts its queue differently: back off */
+        if (rc ==
+            ENOMEM) { /* the provider counts its queue differently: back off */
             t->st.busy++;
             return HB_TR_BUSY;
         }
-        hb_tr_peer_fail(t, pe, 1, "cannot post a %s to rank %d: %s", op_name(op), pe->rank,
-                        strerror(rc));
+        hb_tr_peer_fail(t, pe, 1, "cannot post a %s to rank %d: %s",
+                        op_name(op), pe->rank, strerror(rc));
         return HB_TR_FAILED;
     }
     pe->posted = seq;
@@ -309,13 +322,15 @@ static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op, const str
     return HB_TR_OK;
 }
 
-int hb_transport_post(struct hb_transport *t, int peer, const struct hb_tr_wr *w,
-                      struct hb_tr_op *op)
+int hb_transport_post(struct hb_transport *t, int peer,
+                      const struct hb_tr_wr *w, struct hb_tr_op *op)
 {
     if (!t || !t->bootstrapped || peer < 0 || peer >= t->size || !w)
         return HB_TR_EINVAL;
-    if (w->nsge < 0 || (uint32_t)w->nsge > t->p.max_sge || (w->nsge && !w->sg) ||
-        (w->opcode != HB_TR_WRITE && w->opcode != HB_TR_WRITE_IMM && w->opcode != HB_TR_READ))
+    if (w->nsge < 0 || (uint32_t)w->nsge > t->p.max_sge ||
+        (w->nsge && !w->sg) ||
+        (w->opcode != HB_TR_WRITE && w->opcode != HB_TR_WRITE_IMM &&
+         w->opcode != HB_TR_READ))
         return HB_TR_EINVAL;
     struct ibv_sge sg[HB_TR_MAX_SGE];
     uint64_t total = 0;
@@ -327,7 +342,8 @@ int hb_transport_post(struct hb_transport *t, int peer, const struct hb_tr_wr *w
     }
     if (total > t->port_attr.max_msg_sz)
         return HB_TR_EINVAL;
-    if ((w->flags & HB_TR_F_INLINE) && (w->opcode == HB_TR_READ || total > t->max_inline))
+    if ((w->flags & HB_TR_F_INLINE) &&
+        (w->opcode == HB_TR_READ || total > t->max_inline))
         return HB_TR_EINVAL;
     struct hb_peer *pe = t->peers[peer];
     if (!pe || pe->state != HB_PEER_CONNECTED) {
@@ -336,46 +352,57 @@ int hb_transport_post(struct hb_transport *t, int peer, const struct hb_tr_wr *w
             return rc;
         pe = t->peers[peer];
     }
-    return post_wr(t, pe, w->opcode, sg, w->nsge, w->remote_addr, w->rkey, w->imm, w->flags,
-                   (uint32_t)total, op);
+    return post_wr(t, pe, w->opcode, sg, w->nsge, w->remote_addr, w->rkey,
+                   w->imm, w->flags, (uint32_t)total, op);
 }
 
-static int post_one(struct hb_transport *t, int peer, int opcode, void *buf, size_t len,
-                    uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm, unsigned flags,
-                    struct hb_tr_op *op)
+static int post_one(struct hb_transport *t, int peer, int opcode, void *buf,
+                    size_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                    uint32_t imm, unsigned flags, struct hb_tr_op *op)
 {
     if (len > UINT32_MAX)
         return HB_TR_EINVAL;
     struct hb_tr_sge sge = {(uint64_t)(uintptr_t)buf, (uint32_t)len, lkey};
-    struct hb_tr_wr w = {.opcode = opcode, .sg = &sge, .nsge = len ? 1 : 0, .remote_addr = raddr,
-                         .rkey = rkey, .imm = imm, .flags = flags};
+    struct hb_tr_wr w = {.opcode = opcode,
+                         .sg = &sge,
+                         .nsge = len ? 1 : 0,
+                         .remote_addr = raddr,
+                         .rkey = rkey,
+                         .imm = imm,
+                         .flags = flags};
     return hb_transport_post(t, peer, &w, op);
 }
 
-int hb_transport_write(struct hb_transport *t, int peer, const void *buf, size_t len,
-                       uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags,
-                       struct hb_tr_op *op)
+int hb_transport_write(struct hb_transport *t, int peer, const void *buf,
+                       size_t len, uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                       unsigned flags, struct hb_tr_op *op)
 {
-    return post_one(t, peer, HB_TR_WRITE, (void *)buf, len, lkey, raddr, rkey, 0, flags, op);
+    return post_one(t, peer, HB_TR_WRITE, (void *)buf, len, lkey, raddr, rkey,
+                    0, flags, op);
 }
 
-int hb_transport_write_imm(struct hb_transport *t, int peer, const void *buf, size_t len,
-                           uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t imm,
-                           unsigned flags, struct hb_tr_op *op)
+int hb_transport_write_imm(struct hb_transport *t, int peer, const void *buf,
+                           size_t len, uint32_t lkey, uint64_t raddr,
+                           uint32_t rkey, uint32_t imm, unsigned flags,
+                           struct hb_tr_op *op)
 {
-    return post_one(t, peer, HB_TR_WRITE_IMM, (void *)buf, len, lkey, raddr, rkey, imm, flags, op);
+    return post_one(t, peer, HB_TR_WRITE_IMM, (void *)buf, len, lkey, raddr,
+                    rkey, imm, flags, op);
 }
 
-int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len, uint32_t lkey,
-                      uint64_t raddr, uint32_t rkey, unsigned flags, struct hb_tr_op *op)
+int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len,
+                      uint32_t lkey, uint64_t raddr, uint32_t rkey,
+                      unsigned flags, struct hb_tr_op *op)
 {
-    return post_one(t, peer, HB_TR_READ, buf, len, lkey, raddr, rkey, 0, flags, op);
+    return post_one(t, peer, HB_TR_READ, buf, len, lkey, raddr, rkey, 0, flags,
+                    op);
 }
 
 /* ---- completion of one operation ------------------------------------------------------------ */
 int hb_transport_test(struct hb_transport *t, const struct hb_tr_op *op)
 {
-    if (!t || !t->bootstrapped || !op || op->peer < 0 || op->peer >= t->size || !t->peers[op->peer])
+    if (!t || !t->bootstrapped || !op || op->peer < 0 || op->peer >= t->size ||
+        !t->peers[op->peer])
         return HB_TR_EINVAL;
     const struct hb_peer *pe = t->peers[op->peer];
     if (op->seq <= pe->completed)
@@ -398,15 +425,15 @@ static int post_fence(struct hb_transport *t, struct hb_peer *pe)
         flags |= HB_TR_F_INLINE;
     } else {
         memcpy(t->ctrl + HB_CTRL_FENCE_SRC_OFF, &token, sizeof(token));
-        sge = (struct ibv_sge){(uintptr_t)(t->ctrl + HB_CTRL_FENCE_SRC_OFF), sizeof(token),
-                               t->ctrl_mr->lkey};
+        sge = (struct ibv_sge){(uintptr_t)(t->ctrl + HB_CTRL_FENCE_SRC_OFF),
+                               sizeof(token), t->ctrl_mr->lkey};
     }
-    return post_wr(t, pe, HB_OP_FENCE, &sge, 1, b->scratch_addr, b->scratch_rkey, 0, flags,
-                   sizeof(token), NULL);
+    return post_wr(t, pe, HB_OP_FENCE, &sge, 1, b->scratch_addr,
+                   b->scratch_rkey, 0, flags, sizeof(token), NULL);
 }
 
-int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_yield_fn yield,
-                      void *ctx)
+int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op,
+                      hb_tr_yield_fn yield, void *ctx)
 {
     int rc = hb_transport_test(t, op);
     if (rc != HB_TR_AGAIN)
@@ -416,7 +443,8 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_y
     unsigned spins = 0;
     for (;;) {
         if (pe->state == HB_PEER_CONNECTED && pe->last_signaled < op->seq) {
-            rc = post_fence(t, pe); /* BUSY: the queue drains first, try again */
+            rc =
+                post_fence(t, pe); /* BUSY: the queue drains first, try again */
             if (rc == HB_TR_FAILED)
                 return HB_TR_FAILED;
         }
@@ -431,8 +459,10 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op, hb_tr_y
             double now = hb_clock_s();
             maybe_check_async(t, now);
             if (now > deadline) {
-                hb_tr_peer_fail(t, pe, 1, "an operation to rank %d did not complete within %.1f s",
-                                pe->rank, t->p.op_timeout_s);
+                hb_tr_peer_fail(
+                    t, pe, 1,
+                    "an operation to rank %d did not complete within %.1f s",
+                    pe->rank, t->p.op_timeout_s);
                 return HB_TR_FAILED;
             }
         }

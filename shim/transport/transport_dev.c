@@ -77,13 +77,15 @@ static size_t round_up(size_t x, size_t a)
  * data segments or the inline data, in 64-byte basic blocks. */
 static size_t est_send_wqe(uint32_t max_sge, uint32_t max_inline)
 {
-    size_t data = 16 * (size_t)max_sge, inl = max_inline ? round_up(4 + max_inline, 16) : 0;
+    size_t data = 16 * (size_t)max_sge,
+           inl = max_inline ? round_up(4 + max_inline, 16) : 0;
     return round_up(16 + 16 + (data > inl ? data : inl), 64);
 }
 
 static size_t est_ud_send_wqe(void)
 {
-    return round_up(16 + 48 + 16, 64); /* control + datagram + one data segment */
+    return round_up(16 + 48 + 16,
+                    64); /* control + datagram + one data segment */
 }
 
 void hb_transport_params_default(struct hb_transport_params *p)
@@ -122,24 +124,31 @@ int hb_transport_fork_prepare(int mode, char *msg, size_t len)
         hb_why(msg, len, "not needed: the kernel copies pinned pages on fork");
         return 0;
     case IBV_FORK_ENABLED:
-        hb_why(msg, len, "ibv_fork_init in effect (RDMAV_FORK_SAFE or the MPI library)");
+        hb_why(msg, len,
+               "ibv_fork_init in effect (RDMAV_FORK_SAFE or the MPI library)");
         return 0;
-    default:
-        break;
+    default: break;
     }
     if (mode == HB_FORK_OFF) {
-        hb_why(msg, len, "not protected (fork mode off): fork() may corrupt registered buffers");
+        hb_why(
+            msg, len,
+            "not protected (fork mode off): fork() may corrupt registered buffers");
         return -1;
     }
     int rc = ibv_fork_init();
     if (rc == 0) {
-        hb_why(msg, len, "ibv_fork_init called: registered pages are not inherited by children");
+        hb_why(
+            msg, len,
+            "ibv_fork_init called: registered pages are not inherited by children");
         return 0;
     }
     if (rc == EINVAL)
-        hb_why(msg, len, "not protected: memory was registered before ibv_fork_init (set RDMAV_FORK_SAFE=1)");
+        hb_why(
+            msg, len,
+            "not protected: memory was registered before ibv_fork_init (set RDMAV_FORK_SAFE=1)");
     else
-        hb_why(msg, len, "not protected: ibv_fork_init failed: %s", strerror(rc));
+        hb_why(msg, len, "not protected: ibv_fork_init failed: %s",
+               strerror(rc));
     return -1;
 }
 
@@ -174,8 +183,8 @@ static int gid_is_v4mapped(const union ibv_gid *g)
 static int sysfs_gid_type(struct hb_transport *t, int idx)
 {
     char path[IBV_SYSFS_PATH_MAX + 64], buf[32] = "";
-    snprintf(path, sizeof(path), "%s/ports/%d/gid_attrs/types/%d", t->ctx->device->ibdev_path,
-             t->p.port, idx);
+    snprintf(path, sizeof(path), "%s/ports/%d/gid_attrs/types/%d",
+             t->ctx->device->ibdev_path, t->p.port, idx);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return -1;
@@ -191,10 +200,12 @@ static int sysfs_gid_type(struct hb_transport *t, int idx)
     return -1;
 }
 
-static int query_gid(struct hb_transport *t, int idx, union ibv_gid *gid, int *type)
+static int query_gid(struct hb_transport *t, int idx, union ibv_gid *gid,
+                     int *type)
 {
     struct ibv_gid_entry e;
-    int rc = ibv_query_gid_ex(t->ctx, (uint32_t)t->p.port, (uint32_t)idx, &e, 0);
+    int rc =
+        ibv_query_gid_ex(t->ctx, (uint32_t)t->p.port, (uint32_t)idx, &e, 0);
     if (rc == 0) {
         *gid = e.gid;
         *type = (int)e.gid_type;
@@ -235,7 +246,8 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
 {
     if (t->port_attr.link_layer == IBV_LINK_LAYER_INFINIBAND) {
         if (t->port_attr.lid == 0) {
-            hb_why(why, len, "port %d of %s has no LID (no subnet manager?)", t->p.port, t->dev_name);
+            hb_why(why, len, "port %d of %s has no LID (no subnet manager?)",
+                   t->p.port, t->dev_name);
             return -1;
         }
         t->gid_index = -1;
@@ -248,22 +260,25 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
     int type;
     if (t->p.gid_index >= 0) {
         if (query_gid(t, t->p.gid_index, &g, &type) || gid_is_zero(&g)) {
-            hb_why(why, len, "GID index %d of %s port %d is empty", t->p.gid_index, t->dev_name,
-                t->p.port);
+            hb_why(why, len, "GID index %d of %s port %d is empty",
+                   t->p.gid_index, t->dev_name, t->p.port);
             return -1;
         }
         best = t->p.gid_index, best_type = type, t->gid = g;
     } else {
         /* the whole table in one call when the kernel can; else entry by entry */
         int n = t->dev_attr.phys_port_cnt * t->port_attr.gid_tbl_len;
-        struct ibv_gid_entry *tab = n > 0 ? calloc((size_t)n, sizeof(*tab)) : NULL;
+        struct ibv_gid_entry *tab =
+            n > 0 ? calloc((size_t)n, sizeof(*tab)) : NULL;
         ssize_t got = tab ? ibv_query_gid_table(t->ctx, tab, (size_t)n, 0) : -1;
         for (ssize_t k = 0; k < got; k++) {
             if (tab[k].port_num != (uint32_t)t->p.port)
                 continue;
             int s = gid_score(&tab[k].gid, (int)tab[k].gid_type);
-            if (s > best_score || (s == best_score && (int)tab[k].gid_index < best)) {
-                best_score = s, best = (int)tab[k].gid_index, best_type = (int)tab[k].gid_type;
+            if (s > best_score ||
+                (s == best_score && (int)tab[k].gid_index < best)) {
+                best_score = s, best = (int)tab[k].gid_index,
+                best_type = (int)tab[k].gid_type;
                 t->gid = tab[k].gid;
             }
         }
@@ -277,7 +292,9 @@ static int choose_gid(struct hb_transport *t, char *why, size_t len)
             }
         }
         if (best < 0) {
-            hb_why(why, len, "no usable GID on %s port %d (no IP address on its network device?)",
+            hb_why(
+                why, len,
+                "no usable GID on %s port %d (no IP address on its network device?)",
                 t->dev_name, t->p.port);
             return -1;
         }
@@ -294,14 +311,16 @@ int hb_tr_ensure_cq(struct hb_transport *t, int extra, char *why, size_t len)
     if (need <= t->cq_size)
         return 0;
     if (need > t->dev_attr.max_cqe) {
-        hb_why(why, len, "the CQ would need %d entries, the device allows %d", need, t->dev_attr.max_cqe);
+        hb_why(why, len, "the CQ would need %d entries, the device allows %d",
+               need, t->dev_attr.max_cqe);
         return -1;
     }
     int want = t->cq_size * 2 > need ? t->cq_size * 2 : need;
     if (want > t->dev_attr.max_cqe)
         want = t->dev_attr.max_cqe;
     if (ibv_resize_cq(t->cq, want)) {
-        hb_why(why, len, "cannot grow the CQ to %d entries: %s", want, strerror(errno));
+        hb_why(why, len, "cannot grow the CQ to %d entries: %s", want,
+               strerror(errno));
         return -1;
     }
     t->cq_size = t->cq->cqe;
@@ -310,14 +329,20 @@ int hb_tr_ensure_cq(struct hb_transport *t, int extra, char *why, size_t len)
 }
 
 /* ---- QPs ----------------------------------------------------------------------------------- */
-static struct ibv_qp *create_rc(struct hb_transport *t, uint32_t inl, struct ibv_qp_cap *got,
-                                void *qp_ctx)
+static struct ibv_qp *create_rc(struct hb_transport *t, uint32_t inl,
+                                struct ibv_qp_cap *got, void *qp_ctx)
 {
     struct ibv_qp_init_attr a = {
-        .qp_context = qp_ctx, .send_cq = t->cq, .recv_cq = t->cq, .qp_type = IBV_QPT_RC,
+        .qp_context = qp_ctx,
+        .send_cq = t->cq,
+        .recv_cq = t->cq,
+        .qp_type = IBV_QPT_RC,
         .sq_sig_all = 0,
-        .cap = {.max_send_wr = t->p.sq_depth, .max_recv_wr = t->p.rq_depth,
-                .max_send_sge = t->p.max_sge, .max_recv_sge = 1, .max_inline_data = inl},
+        .cap = {.max_send_wr = t->p.sq_depth,
+                .max_recv_wr = t->p.rq_depth,
+                .max_send_sge = t->p.max_sge,
+                .max_recv_sge = 1,
+                .max_inline_data = inl},
     };
     struct ibv_qp *qp = ibv_create_qp(t->pd, &a);
     if (qp && got)
@@ -326,18 +351,25 @@ static struct ibv_qp *create_rc(struct hb_transport *t, uint32_t inl, struct ibv
 }
 
 /* RC QP for peer, in INIT. */
-struct ibv_qp *hb_tr_create_rc_qp(struct hb_transport *t, int peer, char *why, size_t len)
+struct ibv_qp *hb_tr_create_rc_qp(struct hb_transport *t, int peer, char *why,
+                                  size_t len)
 {
-    struct ibv_qp *qp = create_rc(t, t->max_inline, NULL, (void *)(intptr_t)(peer + 1));
+    struct ibv_qp *qp =
+        create_rc(t, t->max_inline, NULL, (void *)(intptr_t)(peer + 1));
     if (!qp) {
         hb_why(why, len, "cannot create an RC QP: %s", strerror(errno));
         return NULL;
     }
     struct ibv_qp_attr a = {
-        .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = (uint8_t)t->p.port,
-        .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+        .qp_state = IBV_QPS_INIT,
+        .pkey_index = 0,
+        .port_num = (uint8_t)t->p.port,
+        .qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                           IBV_ACCESS_REMOTE_READ,
     };
-    if (ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)) {
+    if (ibv_modify_qp(qp, &a,
+                      IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                          IBV_QP_ACCESS_FLAGS)) {
         hb_why(why, len, "cannot move an RC QP to INIT: %s", strerror(errno));
         ibv_destroy_qp(qp);
         return NULL;
@@ -357,13 +389,17 @@ static int probe_rc(struct hb_transport *t, char *why, size_t len)
         qp = create_rc(t, 0, &cap, NULL);
     }
     if (!qp) {
-        hb_why(why, len, "cannot create an RC QP on %s (send %u x %u sge, recv %u): %s", t->dev_name,
-            t->p.sq_depth, t->p.max_sge, t->p.rq_depth, strerror(errno));
+        hb_why(why, len,
+               "cannot create an RC QP on %s (send %u x %u sge, recv %u): %s",
+               t->dev_name, t->p.sq_depth, t->p.max_sge, t->p.rq_depth,
+               strerror(errno));
         return -1;
     }
     t->max_inline = inl ? cap.max_inline_data : 0;
-    t->sq_depth = cap.max_send_wr < t->p.sq_depth ? cap.max_send_wr : t->p.sq_depth;
-    t->rq_depth = cap.max_recv_wr < t->p.rq_depth ? cap.max_recv_wr : t->p.rq_depth;
+    t->sq_depth =
+        cap.max_send_wr < t->p.sq_depth ? cap.max_send_wr : t->p.sq_depth;
+    t->rq_depth =
+        cap.max_recv_wr < t->p.rq_depth ? cap.max_recv_wr : t->p.rq_depth;
     ibv_destroy_qp(qp);
     return 0;
 }
@@ -371,17 +407,27 @@ static int probe_rc(struct hb_transport *t, char *why, size_t len)
 static int create_ud(struct hb_transport *t, char *why, size_t len)
 {
     struct ibv_qp_init_attr a = {
-        .send_cq = t->cq, .recv_cq = t->cq, .qp_type = IBV_QPT_UD, .sq_sig_all = 1,
-        .cap = {.max_send_wr = HB_UD_SEND_SLOTS, .max_recv_wr = HB_UD_RECV_SLOTS,
-                .max_send_sge = 1, .max_recv_sge = 1},
+        .send_cq = t->cq,
+        .recv_cq = t->cq,
+        .qp_type = IBV_QPT_UD,
+        .sq_sig_all = 1,
+        .cap = {.max_send_wr = HB_UD_SEND_SLOTS,
+                .max_recv_wr = HB_UD_RECV_SLOTS,
+                .max_send_sge = 1,
+                .max_recv_sge = 1},
     };
     if (!(t->ud = ibv_create_qp(t->pd, &a))) {
-        hb_why(why, len, "cannot create the UD QP on %s: %s", t->dev_name, strerror(errno));
+        hb_why(why, len, "cannot create the UD QP on %s: %s", t->dev_name,
+               strerror(errno));
         return -1;
     }
-    struct ibv_qp_attr q = {.qp_state = IBV_QPS_INIT, .pkey_index = 0,
-                            .port_num = (uint8_t)t->p.port, .qkey = HB_UD_QKEY};
-    int rc = ibv_modify_qp(t->ud, &q, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY);
+    struct ibv_qp_attr q = {.qp_state = IBV_QPS_INIT,
+                            .pkey_index = 0,
+                            .port_num = (uint8_t)t->p.port,
+                            .qkey = HB_UD_QKEY};
+    int rc = ibv_modify_qp(t->ud, &q,
+                           IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+                               IBV_QP_QKEY);
     if (!rc) {
         memset(&q, 0, sizeof(q));
         q.qp_state = IBV_QPS_RTR;
@@ -394,7 +440,8 @@ static int create_ud(struct hb_transport *t, char *why, size_t len)
         rc = ibv_modify_qp(t->ud, &q, IBV_QP_STATE | IBV_QP_SQ_PSN);
     }
     if (rc) {
-        hb_why(why, len, "cannot bring the UD QP to RTS: %s", strerror(rc > 0 ? rc : errno));
+        hb_why(why, len, "cannot bring the UD QP to RTS: %s",
+               strerror(rc > 0 ? rc : errno));
         return -1;
     }
     for (int i = 0; i < HB_UD_RECV_SLOTS; i++)
@@ -402,19 +449,21 @@ static int create_ud(struct hb_transport *t, char *why, size_t len)
             hb_why(why, len, "cannot post UD receives: %s", strerror(errno));
             return -1;
         }
-    t->ud_free_mask = HB_UD_SEND_SLOTS >= 32 ? 0xffffffffu : (1u << HB_UD_SEND_SLOTS) - 1;
+    t->ud_free_mask =
+        HB_UD_SEND_SLOTS >= 32 ? 0xffffffffu : (1u << HB_UD_SEND_SLOTS) - 1;
     return 0;
 }
 
 /* ---- memory model -------------------------------------------------------------------------- */
 static size_t constant_pinned(void)
 {
-    return HB_CTRL_BYTES + HB_UD_SEND_SLOTS * est_ud_send_wqe() + HB_UD_RECV_SLOTS * EST_RECV_WQE +
+    return HB_CTRL_BYTES + HB_UD_SEND_SLOTS * est_ud_send_wqe() +
+           HB_UD_RECV_SLOTS * EST_RECV_WQE +
            (HB_UD_SEND_SLOTS + HB_UD_RECV_SLOTS) * EST_CQE;
 }
 
-static void mem_model(const struct hb_transport_params *p, uint32_t sq, uint32_t rq,
-                      uint32_t inl, struct hb_transport_mem *m)
+static void mem_model(const struct hb_transport_params *p, uint32_t sq,
+                      uint32_t rq, uint32_t inl, struct hb_transport_mem *m)
 {
     m->sq_entries = sq;
     m->sq_wqe_bytes = est_send_wqe(p->max_sge, inl);
@@ -423,18 +472,23 @@ static void mem_model(const struct hb_transport_params *p, uint32_t sq, uint32_t
     m->cq_entries = sq + rq;
     m->cqe_bytes = EST_CQE;
     m->ah_bytes = EST_AH;
-    m->peer_struct_bytes = sizeof(struct hb_peer) + sq; /* + one opcode byte per send WQE */
-    m->per_peer_bytes = m->sq_entries * m->sq_wqe_bytes + m->rq_entries * m->rq_wqe_bytes +
-                        m->cq_entries * m->cqe_bytes + m->ah_bytes + m->peer_struct_bytes;
+    m->peer_struct_bytes =
+        sizeof(struct hb_peer) + sq; /* + one opcode byte per send WQE */
+    m->per_peer_bytes =
+        m->sq_entries * m->sq_wqe_bytes + m->rq_entries * m->rq_wqe_bytes +
+        m->cq_entries * m->cqe_bytes + m->ah_bytes + m->peer_struct_bytes;
     m->budget_per_peer = p->peer_budget;
     m->per_rank_bytes = HB_TRANSPORT_BOOT_BYTES + sizeof(struct hb_peer *);
     m->control_area_bytes = HB_CTRL_BYTES;
-    m->ud_qp_bytes = HB_UD_SEND_SLOTS * est_ud_send_wqe() + HB_UD_RECV_SLOTS * EST_RECV_WQE;
+    m->ud_qp_bytes =
+        HB_UD_SEND_SLOTS * est_ud_send_wqe() + HB_UD_RECV_SLOTS * EST_RECV_WQE;
     m->cq_base_bytes = (HB_UD_SEND_SLOTS + HB_UD_RECV_SLOTS) * EST_CQE;
-    m->constant_bytes = m->control_area_bytes + m->ud_qp_bytes + m->cq_base_bytes;
+    m->constant_bytes =
+        m->control_area_bytes + m->ud_qp_bytes + m->cq_base_bytes;
 }
 
-void hb_transport_get_mem(const struct hb_transport *t, struct hb_transport_mem *m)
+void hb_transport_get_mem(const struct hb_transport *t,
+                          struct hb_transport_mem *m)
 {
     memset(m, 0, sizeof(*m));
     mem_model(&t->p, t->sq_depth, t->rq_depth, t->max_inline, m);
@@ -474,34 +528,40 @@ int hb_transport_charge(struct hb_transport *t, int peer, long delta)
 }
 
 /* ---- open / close ---------------------------------------------------------------------------- */
-static int check_params(const struct hb_transport_params *p, int rank, int size, char *why,
-                        size_t len)
+static int check_params(const struct hb_transport_params *p, int rank, int size,
+                        char *why, size_t len)
 {
     if (size < 1 || size > HB_TR_MAX_RANKS || rank < 0 || rank >= size) {
-        hb_why(why, len, "rank %d of %d out of the transport's range (at most %d ranks)", rank, size,
-            HB_TR_MAX_RANKS);
+        hb_why(why, len,
+               "rank %d of %d out of the transport's range (at most %d ranks)",
+               rank, size, HB_TR_MAX_RANKS);
         return -1;
     }
     if (p->port < 1 || p->port > 255 || p->sq_depth < 2 || p->rq_depth < 1 ||
-        p->signal_every < 1 || p->signal_every > p->sq_depth / 2 || p->max_sge < 1 ||
-        p->max_sge > HB_TR_MAX_SGE || p->connect_timeout_s <= 0 || p->retry_s <= 0 ||
-        p->op_timeout_s <= 0) {
-        hb_why(why, len, "invalid transport parameters (port %d, sq %u, rq %u, signal every %u, sge %u)",
+        p->signal_every < 1 || p->signal_every > p->sq_depth / 2 ||
+        p->max_sge < 1 || p->max_sge > HB_TR_MAX_SGE ||
+        p->connect_timeout_s <= 0 || p->retry_s <= 0 || p->op_timeout_s <= 0) {
+        hb_why(
+            why, len,
+            "invalid transport parameters (port %d, sq %u, rq %u, signal every %u, sge %u)",
             p->port, p->sq_depth, p->rq_depth, p->signal_every, p->max_sge);
         return -1;
     }
     struct hb_transport_mem m;
     mem_model(p, p->sq_depth, p->rq_depth, p->max_inline, &m);
     if (m.per_peer_bytes > p->peer_budget) {
-        hb_why(why, len, "a connection would take %zu B, over the %zu B budget per peer (lower the queue depths)",
+        hb_why(
+            why, len,
+            "a connection would take %zu B, over the %zu B budget per peer (lower the queue depths)",
             m.per_peer_bytes, p->peer_budget);
         return -1;
     }
     return 0;
 }
 
-int hb_transport_open(const struct hb_transport_params *params, int rank, int size,
-                      struct hb_transport **out, char *why, size_t len)
+int hb_transport_open(const struct hb_transport_params *params, int rank,
+                      int size, struct hb_transport **out, char *why,
+                      size_t len)
 {
     struct hb_transport_params defaults;
     if (!params) {
@@ -534,8 +594,10 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     hb_transport_fork_prepare(t->p.fork_mode, t->fork_msg, sizeof(t->fork_msg));
 
     size_t limit = hb_memlock_limit();
-    if (t->p.memlock_check && limit && constant_pinned() > hb_memlock_transport_share(limit)) {
-        hb_why(why, len,
+    if (t->p.memlock_check && limit &&
+        constant_pinned() > hb_memlock_transport_share(limit)) {
+        hb_why(
+            why, len,
             "RLIMIT_MEMLOCK is %zu KiB: the transport pins %zu KiB (control area, queues) and needs "
             "them in the quarter the registration cache leaves, so at least %zu KiB (ulimit -l)",
             limit / 1024, constant_pinned() / 1024,
@@ -547,7 +609,8 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (choose_gid(t, why, len))
         goto fail;
     if (!(t->pd = ibv_alloc_pd(t->ctx))) {
-        hb_why(why, len, "ibv_alloc_pd failed on %s: %s", t->dev_name, strerror(errno));
+        hb_why(why, len, "ibv_alloc_pd failed on %s: %s", t->dev_name,
+               strerror(errno));
         goto fail;
     }
     if (posix_memalign((void **)&t->ctrl, 4096, HB_CTRL_BYTES)) {
@@ -560,11 +623,15 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (!t->ctrl_mr) {
         int e = errno;
         if (limit)
-            hb_why(why, len, "cannot register the %zu KiB control area on %s: %s (RLIMIT_MEMLOCK %zu KiB)",
-                (size_t)HB_CTRL_BYTES / 1024, t->dev_name, strerror(e), limit / 1024);
+            hb_why(
+                why, len,
+                "cannot register the %zu KiB control area on %s: %s (RLIMIT_MEMLOCK %zu KiB)",
+                (size_t)HB_CTRL_BYTES / 1024, t->dev_name, strerror(e),
+                limit / 1024);
         else
-            hb_why(why, len, "cannot register the %zu KiB control area on %s: %s", (size_t)HB_CTRL_BYTES / 1024,
-                t->dev_name, strerror(e));
+            hb_why(why, len,
+                   "cannot register the %zu KiB control area on %s: %s",
+                   (size_t)HB_CTRL_BYTES / 1024, t->dev_name, strerror(e));
         goto fail;
     }
     /* the CQ starts with room for the UD QP and one peer; it grows per peer */
@@ -573,7 +640,8 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     if (cqe > t->dev_attr.max_cqe)
         cqe = t->dev_attr.max_cqe;
     if (!(t->cq = ibv_create_cq(t->ctx, cqe, NULL, NULL, 0))) {
-        hb_why(why, len, "cannot create a CQ of %d entries on %s: %s", cqe, t->dev_name, strerror(errno));
+        hb_why(why, len, "cannot create a CQ of %d entries on %s: %s", cqe,
+               t->dev_name, strerror(errno));
         goto fail;
     }
     t->cq_size = t->cq->cqe;
@@ -589,7 +657,8 @@ int hb_transport_open(const struct hb_transport_params *params, int rank, int si
     /* async events (QP fatal, device fatal) are read without blocking */
     int fl = fcntl(t->ctx->async_fd, F_GETFL);
     if (fl < 0 || fcntl(t->ctx->async_fd, F_SETFL, fl | O_NONBLOCK) < 0) {
-        hb_why(why, len, "cannot make the async event fd of %s non-blocking", t->dev_name);
+        hb_why(why, len, "cannot make the async event fd of %s non-blocking",
+               t->dev_name);
         goto fail;
     }
     *out = t;
@@ -601,32 +670,39 @@ fail:
 
 /* Keeps the first failure of a teardown step in why (rc: 0, or an errno
  * value as the ibv_destroy and ibv_dealloc calls return it). */
-static int teardown_check(int rc, const char *what, const char *dev, char *why, size_t len,
-                          int *failed)
+static int teardown_check(int rc, const char *what, const char *dev, char *why,
+                          size_t len, int *failed)
 {
     if (rc == 0)
         return 0;
     if (!*failed) {
         if (rc == EBUSY && !strcmp(what, "ibv_dealloc_pd"))
-            hb_why(why, len, "ibv_dealloc_pd on %s: %s (a memory registration was left on "
-                   "the transport's protection domain)", dev, strerror(rc));
+            hb_why(
+                why, len,
+                "ibv_dealloc_pd on %s: %s (a memory registration was left on "
+                "the transport's protection domain)",
+                dev, strerror(rc));
         else
-            hb_why(why, len, "%s on %s: %s", what, dev, strerror(rc > 0 ? rc : errno));
+            hb_why(why, len, "%s on %s: %s", what, dev,
+                   strerror(rc > 0 ? rc : errno));
     }
     *failed = 1;
     return -1;
 }
 
-static void close_peers(struct hb_transport *t, char *why, size_t len, int *failed)
+static void close_peers(struct hb_transport *t, char *why, size_t len,
+                        int *failed)
 {
     for (int i = 0; t->peers && i < t->size; i++) {
         struct hb_peer *pe = t->peers[i];
         if (!pe)
             continue;
         if (pe->qp)
-            teardown_check(ibv_destroy_qp(pe->qp), "ibv_destroy_qp", t->dev_name, why, len, failed);
+            teardown_check(ibv_destroy_qp(pe->qp), "ibv_destroy_qp",
+                           t->dev_name, why, len, failed);
         if (pe->ah)
-            teardown_check(ibv_destroy_ah(pe->ah), "ibv_destroy_ah", t->dev_name, why, len, failed);
+            teardown_check(ibv_destroy_ah(pe->ah), "ibv_destroy_ah",
+                           t->dev_name, why, len, failed);
         free(pe);
     }
     free(t->peers);
@@ -643,16 +719,21 @@ int hb_transport_close(struct hb_transport *t, char *why, size_t len)
     close_peers(t, why, len, &failed);
     free(t->boot);
     if (t->ud)
-        teardown_check(ibv_destroy_qp(t->ud), "ibv_destroy_qp (UD)", dev, why, len, &failed);
+        teardown_check(ibv_destroy_qp(t->ud), "ibv_destroy_qp (UD)", dev, why,
+                       len, &failed);
     if (t->cq)
-        teardown_check(ibv_destroy_cq(t->cq), "ibv_destroy_cq", dev, why, len, &failed);
+        teardown_check(ibv_destroy_cq(t->cq), "ibv_destroy_cq", dev, why, len,
+                       &failed);
     if (t->ctrl_mr)
-        teardown_check(ibv_dereg_mr(t->ctrl_mr), "ibv_dereg_mr", dev, why, len, &failed);
+        teardown_check(ibv_dereg_mr(t->ctrl_mr), "ibv_dereg_mr", dev, why, len,
+                       &failed);
     free(t->ctrl);
     if (t->pd)
-        teardown_check(ibv_dealloc_pd(t->pd), "ibv_dealloc_pd", dev, why, len, &failed);
+        teardown_check(ibv_dealloc_pd(t->pd), "ibv_dealloc_pd", dev, why, len,
+                       &failed);
     if (t->ctx)
-        teardown_check(ibv_close_device(t->ctx), "ibv_close_device", dev, why, len, &failed);
+        teardown_check(ibv_close_device(t->ctx), "ibv_close_device", dev, why,
+                       len, &failed);
     free(t);
     return failed ? -1 : 0;
 }
@@ -668,7 +749,8 @@ static int mtu_bytes(enum ibv_mtu m)
     return m >= IBV_MTU_256 && m <= IBV_MTU_4096 ? 128 << m : 0;
 }
 
-void hb_transport_get_info(const struct hb_transport *t, struct hb_transport_info *in)
+void hb_transport_get_info(const struct hb_transport *t,
+                           struct hb_transport_info *in)
 {
     memset(in, 0, sizeof(*in));
     snprintf(in->device, sizeof(in->device), "%s", t->dev_name);
@@ -677,9 +759,11 @@ void hb_transport_get_info(const struct hb_transport *t, struct hb_transport_inf
     in->gid_index = t->gid_index;
     snprintf(in->gid_type, sizeof(in->gid_type), "%s", t->gid_type);
     const uint8_t *g = t->gid.raw;
-    snprintf(in->gid, sizeof(in->gid),
-             "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x", g[0], g[1],
-             g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]);
+    snprintf(
+        in->gid, sizeof(in->gid),
+        "%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x:%02x%02x",
+        g[0], g[1], g[2], g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10],
+        g[11], g[12], g[13], g[14], g[15]);
     in->lid = t->port_attr.lid;
     in->active_mtu = mtu_bytes(t->port_attr.active_mtu);
     in->max_inline = t->max_inline;
@@ -691,7 +775,8 @@ void hb_transport_get_info(const struct hb_transport *t, struct hb_transport_inf
     snprintf(in->fork, sizeof(in->fork), "%s", t->fork_msg);
 }
 
-void hb_transport_get_stats(const struct hb_transport *t, struct hb_transport_stats *s)
+void hb_transport_get_stats(const struct hb_transport *t,
+                            struct hb_transport_stats *s)
 {
     *s = t->st;
 }

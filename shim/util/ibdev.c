@@ -7,22 +7,24 @@
 
 #include "why.h"
 
-static int port_usable(struct ibv_context *ctx, int port, struct hb_ibdev *d, char *why,
-                       size_t len)
+static int port_usable(struct ibv_context *ctx, int port, struct hb_ibdev *d,
+                       char *why, size_t len)
 {
     const char *name = ibv_get_device_name(ctx->device);
 
     if (ibv_query_device(ctx, &d->dev_attr)) {
-        hb_why(why, len, "cannot query verbs device %s: %s", name, strerror(errno));
+        hb_why(why, len, "cannot query verbs device %s: %s", name,
+               strerror(errno));
         return -1;
     }
     if (port < 1 || port > d->dev_attr.phys_port_cnt) {
-        hb_why(why, len, "verbs device %s has no port %d (it has %d)", name, port,
-               d->dev_attr.phys_port_cnt);
+        hb_why(why, len, "verbs device %s has no port %d (it has %d)", name,
+               port, d->dev_attr.phys_port_cnt);
         return -1;
     }
     if (ibv_query_port(ctx, (uint8_t)port, &d->port_attr)) {
-        hb_why(why, len, "cannot query port %d of %s: %s", port, name, strerror(errno));
+        hb_why(why, len, "cannot query port %d of %s: %s", port, name,
+               strerror(errno));
         return -1;
     }
     if (d->port_attr.state != IBV_PORT_ACTIVE) {
@@ -34,13 +36,15 @@ static int port_usable(struct ibv_context *ctx, int port, struct hb_ibdev *d, ch
 }
 
 /* Opens dev if its port is usable; else a reason in why. */
-static int try_device(struct ibv_device *dev, int port, struct hb_ibdev *d, char *why, size_t len)
+static int try_device(struct ibv_device *dev, int port, struct hb_ibdev *d,
+                      char *why, size_t len)
 {
     const char *name = ibv_get_device_name(dev);
     struct ibv_context *ctx = ibv_open_device(dev);
 
     if (!ctx) {
-        hb_why(why, len, "cannot open verbs device %s: %s", name, strerror(errno));
+        hb_why(why, len, "cannot open verbs device %s: %s", name,
+               strerror(errno));
         return -1;
     }
     if (port_usable(ctx, port, d, why, len)) {
@@ -54,26 +58,30 @@ static int try_device(struct ibv_device *dev, int port, struct hb_ibdev *d, char
 
 static void no_device(const char *want, int no_kernel, char *why, size_t len)
 {
-    const char *none = no_kernel ? "the kernel has no RDMA support" : "libibverbs found none";
+    const char *none =
+        no_kernel ? "the kernel has no RDMA support" : "libibverbs found none";
 
     if (want[0])
-        hb_why(why, len, "verbs device %s not found (no verbs device: %s)", want, none);
+        hb_why(why, len, "verbs device %s not found (no verbs device: %s)",
+               want, none);
     else
         hb_why(why, len, "no verbs device (%s)", none);
 }
 
-static void named_missing(struct ibv_device **list, int n, const char *want, char *why, size_t len)
+static void named_missing(struct ibv_device **list, int n, const char *want,
+                          char *why, size_t len)
 {
     char seen[160] = "";
 
     for (int i = 0; i < n; i++)
-        hb_why_append(seen, sizeof(seen), "%s%s", i ? ", " : "", ibv_get_device_name(list[i]));
+        hb_why_append(seen, sizeof(seen), "%s%s", i ? ", " : "",
+                      ibv_get_device_name(list[i]));
     hb_why(why, len, "verbs device %s not found (present: %s)", want, seen);
 }
 
 /* The first device with an ACTIVE port; the reasons for the others in why. */
-static int first_active(struct ibv_device **list, int n, int port, struct hb_ibdev *d,
-                        char *why, size_t len)
+static int first_active(struct ibv_device **list, int n, int port,
+                        struct hb_ibdev *d, char *why, size_t len)
 {
     char seen[160] = "";
 
@@ -88,8 +96,8 @@ static int first_active(struct ibv_device **list, int n, int port, struct hb_ibd
     return -1;
 }
 
-static int named(struct ibv_device **list, int n, const char *want, int port, struct hb_ibdev *d,
-                 char *why, size_t len)
+static int named(struct ibv_device **list, int n, const char *want, int port,
+                 struct hb_ibdev *d, char *why, size_t len)
 {
     for (int i = 0; i < n; i++)
         if (!strcmp(ibv_get_device_name(list[i]), want))
@@ -98,7 +106,8 @@ static int named(struct ibv_device **list, int n, const char *want, int port, st
     return -1;
 }
 
-int hb_ibdev_open(const char *want, int port, struct hb_ibdev *d, char *why, size_t len)
+int hb_ibdev_open(const char *want, int port, struct hb_ibdev *d, char *why,
+                  size_t len)
 {
     int n = 0, rc;
     struct ibv_device **list;

@@ -24,6 +24,7 @@ struct hb_ibdev {
 /* Opens the device chosen for (want, port): want NULL or "" = the first
  * with an ACTIVE port.  0 and *d filled (close d->ctx with
  * ibv_close_device), or -1 with a one-line reason in why. */
-int hb_ibdev_open(const char *want, int port, struct hb_ibdev *d, char *why, size_t len);
+int hb_ibdev_open(const char *want, int port, struct hb_ibdev *d, char *why,
+                  size_t len);
 
 #endif

@@ -16,8 +16,8 @@ struct hb_list {
     struct hb_list *next;
 };
 
-#define hb_container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+#define hb_container_of(ptr, type, member)                                     \
+    ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
 
 /* Initialises a list head, or marks a node as unlinked. */
 static inline void hb_list_init(struct hb_list *node)

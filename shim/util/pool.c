@@ -6,7 +6,7 @@
 
 struct hb_pool_chunk {
     struct hb_pool_chunk *next;
-    uint64_t pad;                 /* objects start 16-byte aligned */
+    uint64_t pad; /* objects start 16-byte aligned */
     unsigned char objs[];
 };
 
@@ -15,13 +15,15 @@ static size_t chunk_bytes(const struct hb_pool *p)
     return sizeof(struct hb_pool_chunk) + (size_t)p->per_chunk * p->obj_size;
 }
 
-int hb_pool_init(struct hb_pool *p, size_t obj_size, uint32_t per_chunk, uint64_t max_objs)
+int hb_pool_init(struct hb_pool *p, size_t obj_size, uint32_t per_chunk,
+                 uint64_t max_objs)
 {
     memset(p, 0, sizeof(*p));
     if (!obj_size || !per_chunk)
         return -1;
     p->obj_size = (obj_size + 7) & ~(size_t)7;
-    if (p->obj_size < sizeof(void *)) /* a free object holds the free-list link */
+    if (p->obj_size <
+        sizeof(void *)) /* a free object holds the free-list link */
         p->obj_size = sizeof(void *);
     p->per_chunk = per_chunk;
     p->max_objs = max_objs;
@@ -69,7 +71,8 @@ void *hb_pool_get(struct hb_pool *p)
     } else {
         if (p->chunk_used == p->per_chunk && grow(p))
             return NULL;
-        obj = p->chunks->objs + (size_t)p->chunk_used++ * p->obj_size; /* fresh: zero */
+        obj = p->chunks->objs +
+              (size_t)p->chunk_used++ * p->obj_size; /* fresh: zero */
     }
     p->live++;
     return obj;
@@ -88,7 +91,8 @@ size_t hb_pool_memory(const struct hb_pool *p)
     return p->nchunks * chunk_bytes(p);
 }
 
-int hb_pool_foreach(const struct hb_pool *p, void (*fn)(void *obj, void *ctx), void *ctx)
+int hb_pool_foreach(const struct hb_pool *p, void (*fn)(void *obj, void *ctx),
+                    void *ctx)
 {
     uint32_t n = p->chunk_used;
 

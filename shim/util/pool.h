@@ -26,13 +26,14 @@ struct hb_pool {
     uint64_t max_objs;            /* live objects at most; 0 = no cap */
     struct hb_pool_chunk *chunks; /* newest first */
     size_t nchunks;
-    void *free_list;              /* objects put back, last in first out */
-    uint64_t live;                /* handed out and not put back */
-    uint64_t puts;                /* hb_pool_put calls since init */
+    void *free_list; /* objects put back, last in first out */
+    uint64_t live;   /* handed out and not put back */
+    uint64_t puts;   /* hb_pool_put calls since init */
 };
 
 /* 0, or -1 for a zero object size or chunk length. */
-int hb_pool_init(struct hb_pool *p, size_t obj_size, uint32_t per_chunk, uint64_t max_objs);
+int hb_pool_init(struct hb_pool *p, size_t obj_size, uint32_t per_chunk,
+                 uint64_t max_objs);
 
 /* Unmaps every chunk: every object of the pool is gone. */
 void hb_pool_destroy(struct hb_pool *p);
@@ -50,6 +51,7 @@ size_t hb_pool_memory(const struct hb_pool *p);
  * pools that never put an object back (the pool cannot tell a free object
  * from a live one without a mark in every object): returns -1 without
  * calling fn if any object was put back, else 0. */
-int hb_pool_foreach(const struct hb_pool *p, void (*fn)(void *obj, void *ctx), void *ctx);
+int hb_pool_foreach(const struct hb_pool *p, void (*fn)(void *obj, void *ctx),
+                    void *ctx);
 
 #endif

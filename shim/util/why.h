@@ -11,7 +11,8 @@
 #include <stddef.h>
 
 /* Replaces the text in why. */
-void hb_why(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void hb_why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 /* Appends to the text already in why, truncating at len - 1. */
 void hb_why_append(char *why, size_t len, const char *fmt, ...)

@@ -49,14 +49,19 @@ static void basic(struct ibv_pd *pd)
     struct hb_regcache *rc;
     struct hb_region *a, *b, *c;
     struct hb_regcache_stats st;
-    char *buf = page_alloc(64 * 1024), *other = page_alloc(4096), *third = page_alloc(4096);
+    char *buf = page_alloc(64 * 1024), *other = page_alloc(4096),
+         *third = page_alloc(4096);
 
-    check(hb_regcache_create(&hb_regcache_verbs_ops, pd, 2, 0, &rc) == 0, "create");
-    check(hb_regcache_get(rc, buf, 8192, &a) == 0 && hb_region_mr(a)->lkey != 0, "register");
+    check(hb_regcache_create(&hb_regcache_verbs_ops, pd, 2, 0, &rc) == 0,
+          "create");
+    check(hb_regcache_get(rc, buf, 8192, &a) == 0 && hb_region_mr(a)->lkey != 0,
+          "register");
     check(hb_region_mr(a)->addr <= (void *)buf &&
-              (char *)hb_region_mr(a)->addr + hb_region_mr(a)->length >= buf + 8192,
+              (char *)hb_region_mr(a)->addr + hb_region_mr(a)->length >=
+                  buf + 8192,
           "mr covers the request");
-    check(hb_regcache_get(rc, buf + 100, 1000, &b) == 0 && b == a, "contained range hits");
+    check(hb_regcache_get(rc, buf + 100, 1000, &b) == 0 && b == a,
+          "contained range hits");
     hb_regcache_put(rc, b);
     hb_regcache_put(rc, a);
 
@@ -66,7 +71,8 @@ static void basic(struct ibv_pd *pd)
     check(hb_regcache_get(rc, third, 4096, &c) == 0, "third region");
     hb_regcache_put(rc, c);
     hb_regcache_stats(rc, &st);
-    check(st.evictions == 1 && st.entries == 2, "LRU eviction under max_entries");
+    check(st.evictions == 1 && st.entries == 2,
+          "LRU eviction under max_entries");
 
     /* invalidation: the next get must register anew */
     check(hb_regcache_get(rc, third, 4096, &c) == 0, "hit before invalidation");
@@ -77,7 +83,8 @@ static void basic(struct ibv_pd *pd)
     uint64_t regs = st.reg_calls;
     check(hb_regcache_get(rc, third, 4096, &c) == 0, "get after invalidation");
     hb_regcache_stats(rc, &st);
-    check(st.reg_calls == regs + 1 && st.invalidations >= 1, "invalidated region re-registered");
+    check(st.reg_calls == regs + 1 && st.invalidations >= 1,
+          "invalidated region re-registered");
     (void)old_lkey;
     hb_regcache_put(rc, c);
     hb_regcache_destroy(rc);
@@ -97,7 +104,8 @@ static void memlock(struct ibv_pd *pd)
     size_t cap = hb_regcache_default_max_bytes();
     check(cap == 48 * 1024, "default cap is 3/4 of RLIMIT_MEMLOCK");
     /* no cap in the cache: the kernel's limit must be what stops us */
-    check(hb_regcache_create(&hb_regcache_verbs_ops, pd, 0, 0, &rc) == 0, "create (memlock)");
+    check(hb_regcache_create(&hb_regcache_verbs_ops, pd, 0, 0, &rc) == 0,
+          "create (memlock)");
     int ok = 1;
     for (int i = 0; i < N; i++) {
         blocks[i] = page_alloc(BLOCK);
@@ -109,7 +117,8 @@ static void memlock(struct ibv_pd *pd)
     hb_regcache_stats(rc, &st);
     check(ok && st.reg_failures > 0 && st.evictions > 0,
           "memlock exhaustion: evict idle regions and retry");
-    check(st.pinned_bytes <= 64 * 1024, "never more pinned than RLIMIT_MEMLOCK");
+    check(st.pinned_bytes <= 64 * 1024,
+          "never more pinned than RLIMIT_MEMLOCK");
     /* hold everything that fits, then one more must fail cleanly */
     int held = 0, err = 0;
     for (int i = 0; i < N; i++) {

@@ -32,7 +32,8 @@
 #define MIB (1024 * 1024)
 
 static int rank, nranks;
-static MPI_Comm comm, ycomm; /* the transport's communicator; one for the yield probe */
+static MPI_Comm comm,
+    ycomm; /* the transport's communicator; one for the yield probe */
 static int failures;
 
 static double now(void)
@@ -68,10 +69,13 @@ static int close_leak(const struct hb_transport_params *p)
         printf("FAIL transport/close_leak: second open failed: %s\n", why);
         return 1;
     }
-    struct ibv_mr *mr = ibv_reg_mr(hb_transport_pd(t), page, sizeof(page), IBV_ACCESS_LOCAL_WRITE);
+    struct ibv_mr *mr = ibv_reg_mr(hb_transport_pd(t), page, sizeof(page),
+                                   IBV_ACCESS_LOCAL_WRITE);
     int rc = hb_transport_close(t, why, sizeof(why));
-    int ok = mr && rc != 0 && strstr(why, "registration was left") && !strchr(why, '\n');
-    printf("%s transport/close_leak: %s\n", ok ? "PASS" : "FAIL", mr ? why : "ibv_reg_mr failed");
+    int ok = mr && rc != 0 && strstr(why, "registration was left") &&
+             !strchr(why, '\n');
+    printf("%s transport/close_leak: %s\n", ok ? "PASS" : "FAIL",
+           mr ? why : "ibv_reg_mr failed");
     return !ok;
 }
 
@@ -108,9 +112,10 @@ static int open_mode(int argc, char **argv)
         if (rc == 0) {
             struct hb_transport_info in;
             hb_transport_get_info(t, &in);
-            printf("PASS transport/open_%s: %s port %d gid[%d] %s %s mtu %d inline %u; fork: %s (%.1f ms)\n",
-                   name, in.device, in.port, in.gid_index, in.gid_type, in.gid, in.active_mtu,
-                   in.max_inline, in.fork, dt * 1e3);
+            printf(
+                "PASS transport/open_%s: %s port %d gid[%d] %s %s mtu %d inline %u; fork: %s (%.1f ms)\n",
+                name, in.device, in.port, in.gid_index, in.gid_type, in.gid,
+                in.active_mtu, in.max_inline, in.fork, dt * 1e3);
             if (hb_transport_close(t, why, sizeof(why))) {
                 printf("FAIL transport/close_%s: %s\n", name, why);
                 return 1;
@@ -121,7 +126,9 @@ static int open_mode(int argc, char **argv)
         return 1;
     }
     if (rc == 0) {
-        printf("FAIL transport/open_%s: opened, expected an error with \"%s\"\n", name, expect);
+        printf(
+            "FAIL transport/open_%s: opened, expected an error with \"%s\"\n",
+            name, expect);
         hb_transport_close(t, NULL, 0);
         return 1;
     }
@@ -129,17 +136,21 @@ static int open_mode(int argc, char **argv)
     /* the failed rank still takes part in the bootstrap (an absent block) */
     char bwhy[128] = "";
     fake_calls = 0;
-    int brc = hb_transport_bootstrap(NULL, fake_allgather, NULL, bwhy, sizeof(bwhy));
+    int brc =
+        hb_transport_bootstrap(NULL, fake_allgather, NULL, bwhy, sizeof(bwhy));
     int arc = hb_transport_bootstrap_absent(3, fake_allgather, NULL);
     int bok = brc != 0 && arc == 0 && fake_calls == 1;
-    printf("%s transport/open_%s: error in %.1f ms: %s%s\n", ok && bok ? "PASS" : "FAIL", name,
-           dt * 1e3, why,
-           bok ? "" : " [bootstrap(NULL) must refuse, bootstrap_absent must take part]");
+    printf(
+        "%s transport/open_%s: error in %.1f ms: %s%s\n",
+        ok && bok ? "PASS" : "FAIL", name, dt * 1e3, why,
+        bok ? ""
+            : " [bootstrap(NULL) must refuse, bootstrap_absent must take part]");
     return !(ok && bok);
 }
 
 /* ---- MPI helpers -------------------------------------------------------------------------- */
-static void check(int ok, const char *name, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void check(int ok, const char *name, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static void check(int ok, const char *name, const char *fmt, ...)
 {
     char detail[512];
@@ -154,7 +165,8 @@ static void check(int ok, const char *name, const char *fmt, ...)
     fflush(stderr);
     PMPI_Barrier(comm);
     if (rank == 0) {
-        printf("%s transport/%s (%d ranks): %s\n", all ? "PASS" : "FAIL", name, nranks, detail);
+        printf("%s transport/%s (%d ranks): %s\n", all ? "PASS" : "FAIL", name,
+               nranks, detail);
         fflush(stdout);
     }
     failures += !all;
@@ -163,18 +175,23 @@ static void check(int ok, const char *name, const char *fmt, ...)
 static int allgather_cb(const void *mine, void *all, size_t bytes, void *ctx)
 {
     MPI_Comm c = *(MPI_Comm *)ctx;
-    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, c) == MPI_SUCCESS ? 0 : -1;
+    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                          c) == MPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 static void mpi_yield(void *ctx)
 {
     int flag;
-    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, *(MPI_Comm *)ctx, &flag, MPI_STATUS_IGNORE);
+    PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, *(MPI_Comm *)ctx, &flag,
+                MPI_STATUS_IGNORE);
 }
 
 static uint8_t pat(uint32_t seed, size_t i)
 {
-    uint32_t x = seed * 2654435761u ^ (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32);
+    uint32_t x =
+        seed * 2654435761u ^ (uint32_t)i * 0x9E3779B1u ^ (uint32_t)(i >> 32);
     x ^= x >> 15;
     x *= 0x2c1b3c6du;
     x ^= x >> 12;
@@ -232,23 +249,28 @@ struct inst {
 static struct bufs B;
 static uint8_t *arena;
 
-static int open_inst(struct inst *in, struct hb_transport_params *p, int absent, char *why, size_t len)
+static int open_inst(struct inst *in, struct hb_transport_params *p, int absent,
+                     char *why, size_t len)
 {
     memset(in, 0, sizeof(*in));
     int rc = absent ? -1 : hb_transport_open(p, rank, nranks, &in->t, why, len);
     if (rc) { /* as the runtime does it: an absent block after the failed open */
-        rc = hb_transport_bootstrap_absent(nranks, allgather_cb, &comm) ? -2 : -1;
+        rc = hb_transport_bootstrap_absent(nranks, allgather_cb, &comm) ? -2
+                                                                        : -1;
     } else if (hb_transport_bootstrap(in->t, allgather_cb, &comm, why, len)) {
         rc = -2;
     } else {
         in->mr = ibv_reg_mr(hb_transport_pd(in->t), arena, 4 * MIB,
-                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+                            IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                                IBV_ACCESS_REMOTE_READ);
         rc = in->mr ? 0 : -3;
     }
     /* every rank takes part, also one without a transport */
-    struct remote mine = {(uintptr_t)B.recv, (uintptr_t)B.rsrc, in->mr ? in->mr->rkey : 0, 0};
+    struct remote mine = {(uintptr_t)B.recv, (uintptr_t)B.rsrc,
+                          in->mr ? in->mr->rkey : 0, 0};
     in->rem = calloc((size_t)nranks, sizeof(*in->rem));
-    PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, in->rem, sizeof(mine), MPI_BYTE, comm);
+    PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, in->rem, sizeof(mine),
+                   MPI_BYTE, comm);
     return rc;
 }
 
@@ -265,21 +287,25 @@ static void close_inst(struct inst *in)
 }
 
 /* Posts, connecting on demand and retrying while busy; progress meanwhile. */
-static int post_retry(struct inst *in, int peer, int op, void *buf, size_t len, uint64_t raddr,
-                      uint32_t rkey, uint32_t imm, unsigned flags, struct hb_tr_op *o, double limit)
+static int post_retry(struct inst *in, int peer, int op, void *buf, size_t len,
+                      uint64_t raddr, uint32_t rkey, uint32_t imm,
+                      unsigned flags, struct hb_tr_op *o, double limit)
 {
     double end = now() + limit;
     for (;;) {
         int rc;
         switch (op) {
         case HB_TR_READ:
-            rc = hb_transport_read(in->t, peer, buf, len, in->mr->lkey, raddr, rkey, flags, o);
+            rc = hb_transport_read(in->t, peer, buf, len, in->mr->lkey, raddr,
+                                   rkey, flags, o);
             break;
         case HB_TR_WRITE_IMM:
-            rc = hb_transport_write_imm(in->t, peer, buf, len, in->mr->lkey, raddr, rkey, imm, flags, o);
+            rc = hb_transport_write_imm(in->t, peer, buf, len, in->mr->lkey,
+                                        raddr, rkey, imm, flags, o);
             break;
         default:
-            rc = hb_transport_write(in->t, peer, buf, len, in->mr->lkey, raddr, rkey, flags, o);
+            rc = hb_transport_write(in->t, peer, buf, len, in->mr->lkey, raddr,
+                                    rkey, flags, o);
             break;
         }
         if (rc != HB_TR_AGAIN && rc != HB_TR_BUSY)
@@ -300,9 +326,10 @@ static void watchdog(int sig)
     _exit(3);
 }
 
-static const size_t sizes[] = {8, 13, 16, 32, 64, 100, 128, 256, 512, 1000, 1024, 2048, 4095, 4096,
-                               4097, 8192, 16384, 32768, 65536, 65537, 131072, 262144, 524288,
-                               1000003, 1048576};
+static const size_t sizes[] = {
+    8,     13,    16,     32,     64,     100,     128,    256,   512,
+    1000,  1024,  2048,   4095,   4096,   4097,    8192,   16384, 32768,
+    65536, 65537, 131072, 262144, 524288, 1000003, 1048576};
 #define NSIZES (sizeof(sizes) / sizeof(sizes[0]))
 
 /* ---- phases ------------------------------------------------------------------------------------- */
@@ -319,7 +346,8 @@ static void phase_on_demand(struct inst *in)
         for (int r = 1; r < nranks; r++) {
             int iter = 0, rc;
             double ts = now();
-            while ((rc = hb_transport_connect(in->t, r)) == HB_TR_AGAIN && now() - ts < 20) {
+            while ((rc = hb_transport_connect(in->t, r)) == HB_TR_AGAIN &&
+                   now() - ts < 20) {
                 PMPI_Send(&iter, 1, MPI_INT, r, TAG, comm);
                 iter++;
                 if (iter % 64 == 0)
@@ -332,7 +360,8 @@ static void phase_on_demand(struct inst *in)
                 worst = now() - ts;
             if (rc != HB_TR_OK) {
                 ok = 0;
-                snprintf(detail, sizeof(detail), "rank %d: %s (%s)", r, rc == HB_TR_AGAIN ? "not connected in 20 s" : "failed",
+                snprintf(detail, sizeof(detail), "rank %d: %s (%s)", r,
+                         rc == HB_TR_AGAIN ? "not connected in 20 s" : "failed",
                          hb_transport_peer_reason(in->t, r));
             }
         }
@@ -345,7 +374,8 @@ static void phase_on_demand(struct inst *in)
         } while (v != STOP);
         /* the RTU may still be on its way: progress until it is in (bounded) */
         double ts = now();
-        while (hb_transport_peer_state(in->t, 0) != HB_PEER_CONNECTED && now() - ts < 10)
+        while (hb_transport_peer_state(in->t, 0) != HB_PEER_CONNECTED &&
+               now() - ts < 10)
             hb_transport_progress(in->t);
         if (hb_transport_peer_state(in->t, 0) != HB_PEER_CONNECTED) {
             ok = 0;
@@ -357,16 +387,21 @@ static void phase_on_demand(struct inst *in)
         for (int r = 1; r < nranks; r++)
             if (hb_transport_peer_state(in->t, r) != HB_PEER_IDLE) {
                 ok = 0;
-                snprintf(detail, sizeof(detail), "rank %d has state %s for untouched rank %d", rank,
-                         hb_transport_state_name(hb_transport_peer_state(in->t, r)), r);
+                snprintf(
+                    detail, sizeof(detail),
+                    "rank %d has state %s for untouched rank %d", rank,
+                    hb_transport_state_name(hb_transport_peer_state(in->t, r)),
+                    r);
             }
     }
     PMPI_Bcast(&msgs, 1, MPI_INT, 0, comm);
     PMPI_Bcast(&worst, 1, MPI_DOUBLE, 0, comm);
-    check(ok, "on_demand_connect",
-          "rank 0 -> %d peer(s) sitting in PMPI_Recv loops; %d MPI fallback messages meanwhile, "
-          "slowest connection %.1f ms, total %.1f ms%s%s",
-          nranks - 1, msgs, worst * 1e3, (now() - t0) * 1e3, detail[0] ? "; " : "", detail);
+    check(
+        ok, "on_demand_connect",
+        "rank 0 -> %d peer(s) sitting in PMPI_Recv loops; %d MPI fallback messages meanwhile, "
+        "slowest connection %.1f ms, total %.1f ms%s%s",
+        nranks - 1, msgs, worst * 1e3, (now() - t0) * 1e3,
+        detail[0] ? "; " : "", detail);
 }
 
 static void phase_simultaneous(struct inst *in)
@@ -375,7 +410,8 @@ static void phase_simultaneous(struct inst *in)
     double t0 = now();
     for (int r = 0; r < nranks; r++)
         if (r != rank)
-            hb_transport_connect(in->t, r); /* every REQ goes out before any is handled */
+            hb_transport_connect(
+                in->t, r); /* every REQ goes out before any is handled */
     int ok = 0;
     while (now() - t0 < 20) {
         hb_transport_progress(in->t);
@@ -393,7 +429,8 @@ static void phase_simultaneous(struct inst *in)
         hb_transport_progress(in->t);
     char detail[200] = "";
     for (int r = 0; r < nranks; r++)
-        if (r != rank && hb_transport_peer_state(in->t, r) != HB_PEER_CONNECTED) {
+        if (r != rank &&
+            hb_transport_peer_state(in->t, r) != HB_PEER_CONNECTED) {
             ok = 0;
             snprintf(detail, sizeof(detail), "; rank %d -> %d: %s %s", rank, r,
                      hb_transport_state_name(hb_transport_peer_state(in->t, r)),
@@ -401,13 +438,15 @@ static void phase_simultaneous(struct inst *in)
         }
     struct hb_transport_stats st;
     hb_transport_get_stats(in->t, &st);
-    long coll = (long)st.collisions, req = (long)st.connects_requested, acc = (long)st.connects_accepted;
+    long coll = (long)st.collisions, req = (long)st.connects_requested,
+         acc = (long)st.connects_accepted;
     long sums[3] = {coll, req, acc}, tot[3];
     PMPI_Allreduce(sums, tot, 3, MPI_LONG, MPI_SUM, comm);
-    check(ok && tot[0] > 0, "simultaneous_connect",
-          "all %d pairs asked from both sides at once: all connected in %.1f ms; %ld collisions "
-          "resolved (lower rank wins), %ld requests, %ld accepted%s",
-          nranks * (nranks - 1) / 2, dt * 1e3, tot[0], tot[1], tot[2], detail);
+    check(
+        ok && tot[0] > 0, "simultaneous_connect",
+        "all %d pairs asked from both sides at once: all connected in %.1f ms; %ld collisions "
+        "resolved (lower rank wins), %ld requests, %ld accepted%s",
+        nranks * (nranks - 1) / 2, dt * 1e3, tot[0], tot[1], tot[2], detail);
 }
 
 /* Connects to the right neighbour while answering the left one: both sides
@@ -422,14 +461,17 @@ static void phase_neighbours(struct inst *in)
         a = hb_transport_connect(in->t, right);
         hb_transport_progress(in->t);
         l = hb_transport_peer_state(in->t, left);
-        if ((a == HB_TR_OK && l == HB_PEER_CONNECTED) || a == HB_TR_FAILED || l == HB_PEER_FAILED)
+        if ((a == HB_TR_OK && l == HB_PEER_CONNECTED) || a == HB_TR_FAILED ||
+            l == HB_PEER_FAILED)
             break;
     }
     double dt = now() - t0;
-    check(a == HB_TR_OK && l == HB_PEER_CONNECTED, "neighbour_connect",
-          "ring neighbours connected on demand (some pairs new, some from before) in %.1f ms%s%s",
-          dt * 1e3, a == HB_TR_OK && l == HB_PEER_CONNECTED ? "" : ": ",
-          a == HB_TR_OK ? hb_transport_peer_reason(in->t, left) : hb_transport_peer_reason(in->t, right));
+    check(
+        a == HB_TR_OK && l == HB_PEER_CONNECTED, "neighbour_connect",
+        "ring neighbours connected on demand (some pairs new, some from before) in %.1f ms%s%s",
+        dt * 1e3, a == HB_TR_OK && l == HB_PEER_CONNECTED ? "" : ": ",
+        a == HB_TR_OK ? hb_transport_peer_reason(in->t, left)
+                      : hb_transport_peer_reason(in->t, right));
 }
 
 static void phase_write_read(struct inst *in)
@@ -445,23 +487,28 @@ static void phase_write_read(struct inst *in)
         uint32_t seed = (uint32_t)(rank * 1000 + k);
         fill(B.src, s, seed, 0);
         struct hb_tr_op o;
-        int rc = post_retry(in, right, HB_TR_WRITE, B.src, s, in->rem[right].recv, in->rem[right].rkey,
-                            0, HB_TR_F_SIGNAL, &o, 20);
+        int rc =
+            post_retry(in, right, HB_TR_WRITE, B.src, s, in->rem[right].recv,
+                       in->rem[right].rkey, 0, HB_TR_F_SIGNAL, &o, 20);
         if (rc == HB_TR_OK)
             rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
         if (rc != HB_TR_OK) {
             ok = 0;
-            snprintf(detail, sizeof(detail), "write of %zu B to rank %d: rc %d (%s)", s, right, rc,
+            snprintf(detail, sizeof(detail),
+                     "write of %zu B to rank %d: rc %d (%s)", s, right, rc,
                      hb_transport_peer_reason(in->t, right));
         }
         int token = ok, got = 0;
-        PMPI_Sendrecv(&token, 1, MPI_INT, right, 21, &got, 1, MPI_INT, left, 21, comm, MPI_STATUS_IGNORE);
+        PMPI_Sendrecv(&token, 1, MPI_INT, right, 21, &got, 1, MPI_INT, left, 21,
+                      comm, MPI_STATUS_IGNORE);
         if (got) {
             size_t bad = mismatches(B.recv, s, (uint32_t)(left * 1000 + k), 0);
             if (bad) {
                 ok = 0;
                 total_bad += bad;
-                snprintf(detail, sizeof(detail), "%zu of %zu B written by rank %d differ", bad, s, left);
+                snprintf(detail, sizeof(detail),
+                         "%zu of %zu B written by rank %d differ", bad, s,
+                         left);
             }
         }
         int all;
@@ -469,9 +516,10 @@ static void phase_write_read(struct inst *in)
         ok = all;
     }
     double tw = now() - t0;
-    check(ok, "rdma_write_sizes", "%zu sizes 8 B .. 1 MiB (odd ones too) written to the right "
-          "neighbour, verified byte by byte there (%.0f ms)%s%s", NSIZES, tw * 1e3,
-          detail[0] ? "; " : "", detail);
+    check(ok, "rdma_write_sizes",
+          "%zu sizes 8 B .. 1 MiB (odd ones too) written to the right "
+          "neighbour, verified byte by byte there (%.0f ms)%s%s",
+          NSIZES, tw * 1e3, detail[0] ? "; " : "", detail);
 
     /* reads: each rank reads from its left neighbour's rsrc at an offset */
     ok = 1;
@@ -481,27 +529,32 @@ static void phase_write_read(struct inst *in)
         size_t s = sizes[k], off = (k * 4099 + 5) % (MIB - s + 1);
         memset(B.rdst, 0, s);
         struct hb_tr_op o;
-        int rc = post_retry(in, left, HB_TR_READ, B.rdst, s, in->rem[left].rsrc + off,
-                            in->rem[left].rkey, 0, 0, &o, 20); /* unsignaled: the wait fences */
+        int rc = post_retry(in, left, HB_TR_READ, B.rdst, s,
+                            in->rem[left].rsrc + off, in->rem[left].rkey, 0, 0,
+                            &o, 20); /* unsignaled: the wait fences */
         if (rc == HB_TR_OK)
             rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
         if (rc != HB_TR_OK) {
             ok = 0;
-            snprintf(detail, sizeof(detail), "read of %zu B from rank %d: rc %d (%s)", s, left, rc,
+            snprintf(detail, sizeof(detail),
+                     "read of %zu B from rank %d: rc %d (%s)", s, left, rc,
                      hb_transport_peer_reason(in->t, left));
         } else {
             size_t bad = mismatches(B.rdst, s, (uint32_t)(left + 7777), off);
             if (bad) {
                 ok = 0;
-                snprintf(detail, sizeof(detail), "%zu of %zu B read from rank %d differ", bad, s, left);
+                snprintf(detail, sizeof(detail),
+                         "%zu of %zu B read from rank %d differ", bad, s, left);
             }
         }
     }
     struct hb_transport_stats st;
     hb_transport_get_stats(in->t, &st);
-    check(ok, "rdma_read_sizes", "%zu sizes 8 B .. 1 MiB read from the left neighbour at odd "
-          "offsets, verified (%.0f ms; %llu fences so far)%s%s", NSIZES, (now() - t0) * 1e3,
-          (unsigned long long)st.fences, detail[0] ? "; " : "", detail);
+    check(ok, "rdma_read_sizes",
+          "%zu sizes 8 B .. 1 MiB read from the left neighbour at odd "
+          "offsets, verified (%.0f ms; %llu fences so far)%s%s",
+          NSIZES, (now() - t0) * 1e3, (unsigned long long)st.fences,
+          detail[0] ? "; " : "", detail);
     PMPI_Barrier(comm);
 }
 
@@ -519,33 +572,46 @@ static void phase_signaling(struct inst *in)
     int ok = 1;
     for (int i = 0; i < 10 && ok; i++) {
         fill(B.src + i * 64, 64, (uint32_t)(rank * 31 + i), 0);
-        ok = post_retry(in, right, HB_TR_WRITE, B.src + i * 64, 64, in->rem[right].recv + i * 64,
-                        in->rem[right].rkey, 0, fl, &o, 20) == HB_TR_OK;
+        ok = post_retry(in, right, HB_TR_WRITE, B.src + i * 64, 64,
+                        in->rem[right].recv + i * 64, in->rem[right].rkey, 0,
+                        fl, &o, 20) == HB_TR_OK;
         if (fl)
-            memset(B.src + i * 64, 0xee, 64); /* inline: the buffer is free at once */
+            memset(B.src + i * 64, 0xee,
+                   64); /* inline: the buffer is free at once */
     }
     if (ok)
         ok = hb_transport_wait(in->t, &o, mpi_yield, &ycomm) == HB_TR_OK;
     hb_transport_get_stats(in->t, &b);
     int token = ok, got = 0;
-    PMPI_Sendrecv(&token, 1, MPI_INT, right, 22, &got, 1, MPI_INT, left, 22, comm, MPI_STATUS_IGNORE);
+    PMPI_Sendrecv(&token, 1, MPI_INT, right, 22, &got, 1, MPI_INT, left, 22,
+                  comm, MPI_STATUS_IGNORE);
     size_t bad = 0;
     for (int i = 0; i < 10; i++)
         bad += mismatches(B.recv + i * 64, 64, (uint32_t)(left * 31 + i), 0);
-    long signaled = (long)(b.signaled - a.signaled), fences = (long)(b.fences - a.fences);
-    check(ok && got && !bad && fences >= 1 && signaled <= 2, "selective_signaling",
-          "10 unsignaled %s64-B writes + wait on the last: %ld signaled WR(s) (the fence), %ld "
-          "fence(s), %zu bad bytes at the target (signal every %u, max inline %u)",
-          fl ? "inline " : "", signaled, fences, bad, info.signal_every, info.max_inline);
+    long signaled = (long)(b.signaled - a.signaled),
+         fences = (long)(b.fences - a.fences);
+    check(
+        ok && got && !bad && fences >= 1 && signaled <= 2,
+        "selective_signaling",
+        "10 unsignaled %s64-B writes + wait on the last: %ld signaled WR(s) (the fence), %ld "
+        "fence(s), %zu bad bytes at the target (signal every %u, max inline %u)",
+        fl ? "inline " : "", signaled, fences, bad, info.signal_every,
+        info.max_inline);
 
     /* EINVAL for what cannot be done */
-    int e1 = hb_transport_write(in->t, right, B.src, info.max_inline + 1, in->mr->lkey,
-                                in->rem[right].recv, in->rem[right].rkey, HB_TR_F_INLINE, &o);
-    int e2 = hb_transport_read(in->t, right, B.src, 8, in->mr->lkey, in->rem[right].recv,
-                               in->rem[right].rkey, HB_TR_F_INLINE, &o);
-    int e3 = hb_transport_write(in->t, nranks + 5, B.src, 8, in->mr->lkey, 0, 0, 0, &o);
-    check(e1 == HB_TR_EINVAL && e2 == HB_TR_EINVAL && e3 == HB_TR_EINVAL, "invalid_requests",
-          "inline beyond max_inline, inline READ, peer out of range: HB_TR_EINVAL (%d %d %d)", e1, e2, e3);
+    int e1 = hb_transport_write(in->t, right, B.src, info.max_inline + 1,
+                                in->mr->lkey, in->rem[right].recv,
+                                in->rem[right].rkey, HB_TR_F_INLINE, &o);
+    int e2 = hb_transport_read(in->t, right, B.src, 8, in->mr->lkey,
+                               in->rem[right].recv, in->rem[right].rkey,
+                               HB_TR_F_INLINE, &o);
+    int e3 = hb_transport_write(in->t, nranks + 5, B.src, 8, in->mr->lkey, 0, 0,
+                                0, &o);
+    check(
+        e1 == HB_TR_EINVAL && e2 == HB_TR_EINVAL && e3 == HB_TR_EINVAL,
+        "invalid_requests",
+        "inline beyond max_inline, inline READ, peer out of range: HB_TR_EINVAL (%d %d %d)",
+        e1, e2, e3);
     PMPI_Barrier(comm);
 }
 
@@ -561,14 +627,16 @@ static void phase_back_pressure(struct inst *in)
     hb_transport_get_info(in->t, &info);
     memset(&imms, 0, sizeof(imms));
     PMPI_Barrier(comm);
-    int posted = 0, busy = 0, still_busy = 0, wrc = HB_TR_OK, arrived = 0, in_order = 1;
+    int posted = 0, busy = 0, still_busy = 0, wrc = HB_TR_OK, arrived = 0,
+        in_order = 1;
     double drain = 0;
     if (rank == 0) {
         struct hb_tr_op o, last = {0, 0};
         int limit = 4 * (int)(info.sq_depth + info.rq_depth);
         for (; posted < limit; posted++) {
-            int rc = hb_transport_write_imm(in->t, 1, B.src, 64, in->mr->lkey, in->rem[1].recv,
-                                            in->rem[1].rkey, (uint32_t)posted, 0, &o);
+            int rc = hb_transport_write_imm(in->t, 1, B.src, 64, in->mr->lkey,
+                                            in->rem[1].recv, in->rem[1].rkey,
+                                            (uint32_t)posted, 0, &o);
             if (rc == HB_TR_BUSY) {
                 busy = 1;
                 break;
@@ -580,8 +648,9 @@ static void phase_back_pressure(struct inst *in)
         if (busy) { /* still busy after a while of progress: the queue is stuck on rank 1 */
             for (double ts = now(); now() - ts < 0.2;)
                 hb_transport_progress(in->t);
-            still_busy = hb_transport_write_imm(in->t, 1, B.src, 64, in->mr->lkey, in->rem[1].recv,
-                                                in->rem[1].rkey, 0, 0, &o) == HB_TR_BUSY;
+            still_busy = hb_transport_write_imm(
+                             in->t, 1, B.src, 64, in->mr->lkey, in->rem[1].recv,
+                             in->rem[1].rkey, 0, 0, &o) == HB_TR_BUSY;
         }
         PMPI_Send(&posted, 1, MPI_INT, 1, 41, comm);
         double ts = now();
@@ -604,14 +673,15 @@ static void phase_back_pressure(struct inst *in)
     if (rank == 0)
         PMPI_Recv(info1, 3, MPI_INT, 1, 42, comm, MPI_STATUS_IGNORE);
     int ok = rank != 0 || (busy && still_busy && posted >= (int)info.sq_depth &&
-                           posted <= (int)(info.sq_depth + info.rq_depth) && wrc == HB_TR_OK &&
-                           info1[0] == posted && info1[1]);
-    check(ok, "back_pressure",
-          "rank 1 in PMPI_Recv (no receives reposted): rank 0's WRITE WITH IMMEDIATE got HB_TR_BUSY "
-          "after %d posts (send queue %u, receives %u), still busy after 0.2 s of progress: %s; "
-          "once rank 1 progressed all %d arrived in order (%s), wait rc %d in %.0f ms",
-          posted, info.sq_depth, info.rq_depth, still_busy ? "yes" : "no", info1[0],
-          info1[1] ? "yes" : "no", wrc, drain * 1e3);
+                           posted <= (int)(info.sq_depth + info.rq_depth) &&
+                           wrc == HB_TR_OK && info1[0] == posted && info1[1]);
+    check(
+        ok, "back_pressure",
+        "rank 1 in PMPI_Recv (no receives reposted): rank 0's WRITE WITH IMMEDIATE got HB_TR_BUSY "
+        "after %d posts (send queue %u, receives %u), still busy after 0.2 s of progress: %s; "
+        "once rank 1 progressed all %d arrived in order (%s), wait rc %d in %.0f ms",
+        posted, info.sq_depth, info.rq_depth, still_busy ? "yes" : "no",
+        info1[0], info1[1] ? "yes" : "no", wrc, drain * 1e3);
     PMPI_Barrier(comm);
 }
 
@@ -626,13 +696,16 @@ static void phase_imm(struct inst *in)
     struct hb_tr_op o;
     for (int i = 0; i < N && ok; i++) {
         fill(B.src + i * 64, 64, (uint32_t)(0x1000 + rank * 64 + i), 0);
-        ok = post_retry(in, right, HB_TR_WRITE_IMM, B.src + i * 64, 64, in->rem[right].recv + i * 64,
-                        in->rem[right].rkey, (uint32_t)(rank << 16 | i), 0, &o, 20) == HB_TR_OK;
+        ok = post_retry(in, right, HB_TR_WRITE_IMM, B.src + i * 64, 64,
+                        in->rem[right].recv + i * 64, in->rem[right].rkey,
+                        (uint32_t)(rank << 16 | i), 0, &o, 20) == HB_TR_OK;
     }
     /* and an immediate alone (zero-length write) */
     if (ok)
-        ok = post_retry(in, right, HB_TR_WRITE_IMM, NULL, 0, in->rem[right].recv, in->rem[right].rkey,
-                        0xabcd0000u | (uint32_t)rank, HB_TR_F_SIGNAL, &o, 20) == HB_TR_OK;
+        ok =
+            post_retry(in, right, HB_TR_WRITE_IMM, NULL, 0, in->rem[right].recv,
+                       in->rem[right].rkey, 0xabcd0000u | (uint32_t)rank,
+                       HB_TR_F_SIGNAL, &o, 20) == HB_TR_OK;
     if (ok)
         ok = hb_transport_wait(in->t, &o, mpi_yield, &ycomm) == HB_TR_OK;
     /* the receiver learns of the data from the immediates alone (no MPI message) */
@@ -642,26 +715,34 @@ static void phase_imm(struct inst *in)
     char detail[160] = "";
     if (imms.count[left] != N + 1) {
         ok = 0;
-        snprintf(detail, sizeof(detail), "; got %d of %d immediates from rank %d", imms.count[left],
+        snprintf(detail, sizeof(detail),
+                 "; got %d of %d immediates from rank %d", imms.count[left],
                  N + 1, left);
     } else {
         for (int i = 0; i < N; i++) {
-            if (imms.imm[left][i] != (uint32_t)(left << 16 | i) || imms.len[left][i] != 64 ||
-                mismatches(B.recv + i * 64, 64, (uint32_t)(0x1000 + left * 64 + i), 0)) {
+            if (imms.imm[left][i] != (uint32_t)(left << 16 | i) ||
+                imms.len[left][i] != 64 ||
+                mismatches(B.recv + i * 64, 64,
+                           (uint32_t)(0x1000 + left * 64 + i), 0)) {
                 ok = 0;
-                snprintf(detail, sizeof(detail), "; immediate %d: 0x%x len %u or its data wrong", i,
+                snprintf(detail, sizeof(detail),
+                         "; immediate %d: 0x%x len %u or its data wrong", i,
                          imms.imm[left][i], imms.len[left][i]);
                 break;
             }
         }
-        if (imms.imm[left][N] != (0xabcd0000u | (uint32_t)left) || imms.len[left][N] != 0) {
+        if (imms.imm[left][N] != (0xabcd0000u | (uint32_t)left) ||
+            imms.len[left][N] != 0) {
             ok = 0;
-            snprintf(detail, sizeof(detail), "; zero-length immediate 0x%x len %u", imms.imm[left][N],
+            snprintf(detail, sizeof(detail),
+                     "; zero-length immediate 0x%x len %u", imms.imm[left][N],
                      imms.len[left][N]);
         }
     }
-    check(ok, "write_with_imm", "%d RDMA WRITE WITH IMMEDIATE of 64 B + 1 zero-length: immediates "
-          "in order with the right byte_len, data in place when each arrived%s", N, detail);
+    check(ok, "write_with_imm",
+          "%d RDMA WRITE WITH IMMEDIATE of 64 B + 1 zero-length: immediates "
+          "in order with the right byte_len, data in place when each arrived%s",
+          N, detail);
     PMPI_Barrier(comm);
 }
 
@@ -670,13 +751,15 @@ static void phase_loopback(struct inst *in)
     /* a rank may use its own connection (a QP connected to itself) */
     fill(B.src, 4096, (uint32_t)(rank + 4242), 0);
     struct hb_tr_op o;
-    int rc = post_retry(in, rank, HB_TR_WRITE, B.src, 4096, (uintptr_t)B.rdst, in->mr->rkey, 0,
-                        HB_TR_F_SIGNAL, &o, 10);
+    int rc = post_retry(in, rank, HB_TR_WRITE, B.src, 4096, (uintptr_t)B.rdst,
+                        in->mr->rkey, 0, HB_TR_F_SIGNAL, &o, 10);
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
-    size_t bad = rc == HB_TR_OK ? mismatches(B.rdst, 4096, (uint32_t)(rank + 4242), 0) : 4096;
-    check(rc == HB_TR_OK && !bad, "self_connection", "4 KiB RDMA WRITE to oneself: rc %d, %zu bad bytes",
-          rc, bad);
+    size_t bad = rc == HB_TR_OK
+                     ? mismatches(B.rdst, 4096, (uint32_t)(rank + 4242), 0)
+                     : 4096;
+    check(rc == HB_TR_OK && !bad, "self_connection",
+          "4 KiB RDMA WRITE to oneself: rc %d, %zu bad bytes", rc, bad);
 }
 
 /* A failed completion (bad rkey) fails that peer, on both sides; the rest works. */
@@ -687,29 +770,36 @@ static void phase_bad_rkey(struct inst *in)
     if (rank == 0) {
         struct hb_tr_op o;
         int rc = post_retry(in, 1, HB_TR_WRITE, B.src, 256, in->rem[1].recv,
-                            in->rem[1].rkey ^ 0x00ffff00u, 0, HB_TR_F_SIGNAL, &o, 10);
+                            in->rem[1].rkey ^ 0x00ffff00u, 0, HB_TR_F_SIGNAL,
+                            &o, 10);
         if (rc == HB_TR_OK)
             rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
         const char *why = hb_transport_peer_reason(in->t, 1);
-        ok = rc == HB_TR_FAILED && hb_transport_peer_state(in->t, 1) == HB_PEER_FAILED &&
+        ok = rc == HB_TR_FAILED &&
+             hb_transport_peer_state(in->t, 1) == HB_PEER_FAILED &&
              strstr(why, "RDMA WRITE to rank 1 failed");
-        int again = hb_transport_write(in->t, 1, B.src, 8, in->mr->lkey, in->rem[1].recv,
-                                       in->rem[1].rkey, 0, &o);
+        int again = hb_transport_write(in->t, 1, B.src, 8, in->mr->lkey,
+                                       in->rem[1].recv, in->rem[1].rkey, 0, &o);
         ok = ok && again == HB_TR_FAILED;
-        snprintf(detail, sizeof(detail), "rank 0 wait rc %d, reason \"%s\"; next post rc %d", rc, why, again);
+        snprintf(detail, sizeof(detail),
+                 "rank 0 wait rc %d, reason \"%s\"; next post rc %d", rc, why,
+                 again);
     } else if (rank == 1) {
         double ts = now();
-        while (hb_transport_peer_state(in->t, 0) != HB_PEER_FAILED && now() - ts < 15)
+        while (hb_transport_peer_state(in->t, 0) != HB_PEER_FAILED &&
+               now() - ts < 15)
             hb_transport_progress(in->t);
         ok = hb_transport_peer_state(in->t, 0) == HB_PEER_FAILED;
-        snprintf(other, sizeof(other), "rank 1 after %.0f ms: %s \"%s\"", (now() - ts) * 1e3,
+        snprintf(other, sizeof(other), "rank 1 after %.0f ms: %s \"%s\"",
+                 (now() - ts) * 1e3,
                  hb_transport_state_name(hb_transport_peer_state(in->t, 0)),
                  hb_transport_peer_reason(in->t, 0));
     }
     if (rank == 1)
         PMPI_Send(other, sizeof(other), MPI_CHAR, 0, 31, comm);
     if (rank == 0)
-        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 31, comm, MPI_STATUS_IGNORE);
+        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 31, comm,
+                  MPI_STATUS_IGNORE);
     /* the rest keeps working: rank 0 -> 2, and 1 -> 2 (n >= 3) */
     int rest = 1;
     if (nranks >= 3) {
@@ -718,8 +808,9 @@ static void phase_bad_rkey(struct inst *in)
             fill(B.src, 65536, (uint32_t)(rank + 555), 0);
             struct hb_tr_op o;
             uint64_t off = (uint64_t)rank * 65536;
-            int rc = post_retry(in, 2, HB_TR_WRITE, B.src, 65536, in->rem[2].recv + off,
-                                in->rem[2].rkey, 0, HB_TR_F_SIGNAL, &o, 20);
+            int rc = post_retry(in, 2, HB_TR_WRITE, B.src, 65536,
+                                in->rem[2].recv + off, in->rem[2].rkey, 0,
+                                HB_TR_F_SIGNAL, &o, 20);
             if (rc == HB_TR_OK)
                 rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
             rest = rc == HB_TR_OK;
@@ -732,13 +823,16 @@ static void phase_bad_rkey(struct inst *in)
                 int got = 0;
                 PMPI_Recv(&got, 1, MPI_INT, s, 32, comm, MPI_STATUS_IGNORE);
                 hb_transport_progress(in->t);
-                rest = rest && got && !mismatches(B.recv + s * 65536, 65536, (uint32_t)(s + 555), 0);
+                rest = rest && got &&
+                       !mismatches(B.recv + s * 65536, 65536,
+                                   (uint32_t)(s + 555), 0);
             }
         }
     }
     check(ok && rest, "failed_completion",
           "RDMA WRITE with a bad rkey: %s; %s; %s", detail, other,
-          nranks >= 3 ? (rest ? "ranks 0 and 1 still write to rank 2 (verified)" : "rank 0/1 -> 2 broken")
+          nranks >= 3 ? (rest ? "ranks 0 and 1 still write to rank 2 (verified)"
+                              : "rank 0/1 -> 2 broken")
                       : "(2 ranks: no third peer to show the rest working)");
 }
 
@@ -751,30 +845,34 @@ static void phase_qp_error(struct inst *in)
     double ts = now();
     if (rank == 0) {
         ok = hb_transport_debug_qp_error(in->t, 1) == 0;
-        while (hb_transport_peer_state(in->t, 1) != HB_PEER_FAILED && now() - ts < 15)
+        while (hb_transport_peer_state(in->t, 1) != HB_PEER_FAILED &&
+               now() - ts < 15)
             hb_transport_progress(in->t);
         ok = ok && hb_transport_peer_state(in->t, 1) == HB_PEER_FAILED;
-        snprintf(detail, sizeof(detail), "rank 0 noticed in %.0f ms: \"%s\"", (now() - ts) * 1e3,
-                 hb_transport_peer_reason(in->t, 1));
+        snprintf(detail, sizeof(detail), "rank 0 noticed in %.0f ms: \"%s\"",
+                 (now() - ts) * 1e3, hb_transport_peer_reason(in->t, 1));
     } else if (rank == 1) {
-        while (hb_transport_peer_state(in->t, 0) != HB_PEER_FAILED && now() - ts < 15)
+        while (hb_transport_peer_state(in->t, 0) != HB_PEER_FAILED &&
+               now() - ts < 15)
             hb_transport_progress(in->t);
         ok = hb_transport_peer_state(in->t, 0) == HB_PEER_FAILED;
-        snprintf(other, sizeof(other), "rank 1 in %.0f ms: \"%s\"", (now() - ts) * 1e3,
-                 hb_transport_peer_reason(in->t, 0));
+        snprintf(other, sizeof(other), "rank 1 in %.0f ms: \"%s\"",
+                 (now() - ts) * 1e3, hb_transport_peer_reason(in->t, 0));
     }
     if (rank == 1)
         PMPI_Send(other, sizeof(other), MPI_CHAR, 0, 33, comm);
     if (rank == 0)
-        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 33, comm, MPI_STATUS_IGNORE);
+        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 33, comm,
+                  MPI_STATUS_IGNORE);
     int rest = 1;
     if (nranks >= 3) {
         PMPI_Barrier(comm);
         if (rank == 0) {
             fill(B.src, 4096, 999, 0);
             struct hb_tr_op o;
-            int rc = post_retry(in, 2, HB_TR_WRITE, B.src, 4096, in->rem[2].recv, in->rem[2].rkey,
-                                0, HB_TR_F_SIGNAL, &o, 20);
+            int rc =
+                post_retry(in, 2, HB_TR_WRITE, B.src, 4096, in->rem[2].recv,
+                           in->rem[2].rkey, 0, HB_TR_F_SIGNAL, &o, 20);
             if (rc == HB_TR_OK)
                 rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
             rest = rc == HB_TR_OK;
@@ -785,8 +883,10 @@ static void phase_qp_error(struct inst *in)
             rest = got && !mismatches(B.recv, 4096, 999, 0);
         }
     }
-    check(ok && rest, "qp_error_state", "QP 0->1 forced to ERROR: %s; %s; %s", detail, other,
-          nranks >= 3 ? (rest ? "rank 0 -> 2 still works (verified)" : "rank 0 -> 2 broken")
+    check(ok && rest, "qp_error_state", "QP 0->1 forced to ERROR: %s; %s; %s",
+          detail, other,
+          nranks >= 3 ? (rest ? "rank 0 -> 2 still works (verified)"
+                              : "rank 0 -> 2 broken")
                       : "(2 ranks)");
 }
 
@@ -800,31 +900,39 @@ static void phase_silent(struct inst *in, double timeout)
     if (rank == 0) {
         double ts = now();
         int rc;
-        while ((rc = hb_transport_connect(in->t, 1)) == HB_TR_AGAIN && now() - ts < timeout + 20)
+        while ((rc = hb_transport_connect(in->t, 1)) == HB_TR_AGAIN &&
+               now() - ts < timeout + 20)
             usleep(1000);
         dt = now() - ts;
         const char *why = hb_transport_peer_reason(in->t, 1);
-        ok = rc == HB_TR_FAILED && dt >= timeout * 0.9 && dt < timeout + 3 && strstr(why, "did not answer");
-        snprintf(detail, sizeof(detail), "rank 0 gave up after %.2f s (time-out %.1f s): \"%s\"", dt,
+        ok = rc == HB_TR_FAILED && dt >= timeout * 0.9 && dt < timeout + 3 &&
+             strstr(why, "did not answer");
+        snprintf(detail, sizeof(detail),
+                 "rank 0 gave up after %.2f s (time-out %.1f s): \"%s\"", dt,
                  timeout, why);
     }
     PMPI_Barrier(comm); /* rank 1 sat here all along */
     /* now rank 1 runs progress: it finds the stale requests, answers, and is
      * rejected; both end FAILED */
     double ts = now();
-    while (now() - ts < 3.0 && (rank > 1 || hb_transport_peer_state(in->t, 1 - rank) != HB_PEER_FAILED ||
-                                now() - ts < 1.5))
+    while (now() - ts < 3.0 &&
+           (rank > 1 ||
+            hb_transport_peer_state(in->t, 1 - rank) != HB_PEER_FAILED ||
+            now() - ts < 1.5))
         hb_transport_progress(in->t);
     char other[200] = "";
     if (rank == 1) {
         ok = hb_transport_peer_state(in->t, 0) == HB_PEER_FAILED;
         snprintf(other, sizeof(other), "rank 1 afterwards: %s \"%s\"",
-                 hb_transport_state_name(hb_transport_peer_state(in->t, 0)), hb_transport_peer_reason(in->t, 0));
+                 hb_transport_state_name(hb_transport_peer_state(in->t, 0)),
+                 hb_transport_peer_reason(in->t, 0));
         PMPI_Send(other, sizeof(other), MPI_CHAR, 0, 35, comm);
     }
     if (rank == 0)
-        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 35, comm, MPI_STATUS_IGNORE);
-    check(ok, "silent_peer", "rank 1 never called progress: %s; %s", detail, other);
+        PMPI_Recv(other, sizeof(other), MPI_CHAR, 1, 35, comm,
+                  MPI_STATUS_IGNORE);
+    check(ok, "silent_peer", "rank 1 never called progress: %s; %s", detail,
+          other);
 }
 
 /* Connection datagrams get lost (every other one, from the first, dropped
@@ -850,7 +958,8 @@ static void phase_lossy(struct inst *in)
         /* done when every rank is done: everyone keeps answering until then
          * (a -1 anywhere stops it too) */
         int v[2] = {ok < 0 || now() - t0 > 30, -(ok == 1)}, m[2];
-        PMPI_Allreduce(v, m, 2, MPI_INT, MPI_MAX, comm); /* the decision is collective */
+        PMPI_Allreduce(v, m, 2, MPI_INT, MPI_MAX,
+                       comm); /* the decision is collective */
         if (m[0] || m[1] == -1)
             break;
     }
@@ -858,16 +967,21 @@ static void phase_lossy(struct inst *in)
     int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
     fill(B.src, 4096, (uint32_t)(rank + 31337), 0);
     struct hb_tr_op o;
-    int rc = ok == 1 ? post_retry(in, right, HB_TR_WRITE, B.src, 4096, in->rem[right].recv,
-                                  in->rem[right].rkey, 0, HB_TR_F_SIGNAL, &o, 10) : HB_TR_FAILED;
+    int rc = ok == 1 ? post_retry(in, right, HB_TR_WRITE, B.src, 4096,
+                                  in->rem[right].recv, in->rem[right].rkey, 0,
+                                  HB_TR_F_SIGNAL, &o, 10)
+                     : HB_TR_FAILED;
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(in->t, &o, mpi_yield, &ycomm);
     int token = rc == HB_TR_OK, got = 0;
-    PMPI_Sendrecv(&token, 1, MPI_INT, right, 37, &got, 1, MPI_INT, left, 37, comm, MPI_STATUS_IGNORE);
-    size_t bad = got ? mismatches(B.recv, 4096, (uint32_t)(left + 31337), 0) : 4096;
+    PMPI_Sendrecv(&token, 1, MPI_INT, right, 37, &got, 1, MPI_INT, left, 37,
+                  comm, MPI_STATUS_IGNORE);
+    size_t bad =
+        got ? mismatches(B.recv, 4096, (uint32_t)(left + 31337), 0) : 4096;
     struct hb_transport_stats st;
     hb_transport_get_stats(in->t, &st);
-    long v[3] = {(long)st.cm_dropped, (long)st.cm_resends, (long)st.cm_sent}, tot[3];
+    long v[3] = {(long)st.cm_dropped, (long)st.cm_resends, (long)st.cm_sent},
+         tot[3];
     PMPI_Allreduce(v, tot, 3, MPI_LONG, MPI_SUM, comm);
     char detail[200] = "";
     for (int r = 0; r < nranks; r++)
@@ -875,10 +989,12 @@ static void phase_lossy(struct inst *in)
             snprintf(detail, sizeof(detail), "; %d -> %d %s: %s", rank, r,
                      hb_transport_state_name(hb_transport_peer_state(in->t, r)),
                      hb_transport_peer_reason(in->t, r));
-    check(ok == 1 && rc == HB_TR_OK && !bad && tot[0] > 0 && tot[1] > 0, "lossy_connect",
-          "every other connection datagram lost: all %d pairs connected in %.0f ms; %ld datagrams "
-          "sent, %ld dropped, %ld resent; 4 KiB write to the right neighbour verified%s",
-          nranks * (nranks - 1) / 2, dt * 1e3, tot[2], tot[0], tot[1], detail);
+    check(
+        ok == 1 && rc == HB_TR_OK && !bad && tot[0] > 0 && tot[1] > 0,
+        "lossy_connect",
+        "every other connection datagram lost: all %d pairs connected in %.0f ms; %ld datagrams "
+        "sent, %ld dropped, %ld resent; 4 KiB write to the right neighbour verified%s",
+        nranks * (nranks - 1) / 2, dt * 1e3, tot[2], tot[0], tot[1], detail);
     PMPI_Barrier(comm);
 }
 
@@ -898,15 +1014,18 @@ static void phase_absent(struct hb_transport_params *p)
     int c = 0;
     if (rank == 0) {
         c = hb_transport_connect(in.t, last);
-        ok = ok && c == HB_TR_FAILED && strstr(hb_transport_peer_reason(in.t, last), "no transport");
+        ok = ok && c == HB_TR_FAILED &&
+             strstr(hb_transport_peer_reason(in.t, last), "no transport");
     }
     if (rank == last)
         PMPI_Send(why, sizeof(why), MPI_CHAR, 0, 36, comm);
     if (rank == 0) {
         char lw[256];
         PMPI_Recv(lw, sizeof(lw), MPI_CHAR, last, 36, comm, MPI_STATUS_IGNORE);
-        snprintf(detail, sizeof(detail), "rank %d's open failed: \"%s\"; rank 0 -> %d at once: rc %d \"%s\"",
-                 last, lw, last, c, hb_transport_peer_reason(in.t, last));
+        snprintf(
+            detail, sizeof(detail),
+            "rank %d's open failed: \"%s\"; rank 0 -> %d at once: rc %d \"%s\"",
+            last, lw, last, c, hb_transport_peer_reason(in.t, last));
     }
     /* the others still connect among themselves (n >= 3) */
     int rest = 1;
@@ -914,7 +1033,8 @@ static void phase_absent(struct hb_transport_params *p)
         int peer = rank == 0 ? 1 : 0;
         double ts = now();
         int c;
-        while ((c = hb_transport_connect(in.t, peer)) == HB_TR_AGAIN && now() - ts < 20)
+        while ((c = hb_transport_connect(in.t, peer)) == HB_TR_AGAIN &&
+               now() - ts < 20)
             hb_transport_progress(in.t);
         rest = c == HB_TR_OK;
         /* keep answering until the other side is done too */
@@ -922,7 +1042,9 @@ static void phase_absent(struct hb_transport_params *p)
             hb_transport_progress(in.t);
     }
     check(ok && rest, "absent_rank", "%s%s", detail,
-          nranks >= 3 ? (rest ? "; ranks 0 and 1 still connect" : "; ranks 0-1 do not connect") : "");
+          nranks >= 3 ? (rest ? "; ranks 0 and 1 still connect"
+                              : "; ranks 0-1 do not connect")
+                      : "");
     close_inst(&in);
 }
 
@@ -933,38 +1055,48 @@ static void phase_memory(struct inst *in)
     struct hb_transport_info info;
     hb_transport_get_info(in->t, &info);
     int ok = m.per_peer_bytes <= m.budget_per_peer &&
-             m.per_peer_bytes == m.sq_entries * m.sq_wqe_bytes + m.rq_entries * m.rq_wqe_bytes +
-                                     m.cq_entries * m.cqe_bytes + m.ah_bytes + m.peer_struct_bytes &&
+             m.per_peer_bytes == m.sq_entries * m.sq_wqe_bytes +
+                                     m.rq_entries * m.rq_wqe_bytes +
+                                     m.cq_entries * m.cqe_bytes + m.ah_bytes +
+                                     m.peer_struct_bytes &&
              m.cq_entries_now >= m.cq_entries;
     /* the budget is enforced for upper-layer charges */
-    int charge_ok = hb_transport_charge(in->t, (rank + 1) % nranks, 1024) == 0 &&
-                    hb_transport_charge(in->t, (rank + 1) % nranks, (long)m.budget_per_peer) == -1 &&
-                    hb_transport_charge(in->t, (rank + 1) % nranks, -1024) == 0;
+    int charge_ok =
+        hb_transport_charge(in->t, (rank + 1) % nranks, 1024) == 0 &&
+        hb_transport_charge(in->t, (rank + 1) % nranks,
+                            (long)m.budget_per_peer) == -1 &&
+        hb_transport_charge(in->t, (rank + 1) % nranks, -1024) == 0;
     struct hb_transport_stats st;
     hb_transport_get_stats(in->t, &st);
-    check(ok && charge_ok, "memory_accounting",
-          "per connected peer %zu B = send queue %zu x %zu B + receive queue %zu x %zu B + CQ %zu x "
-          "%zu B + AH %zu B + state %zu B (budget %zu B); per rank %zu B; constant %zu B (control "
-          "area %zu, UD QP %zu, CQ base %zu); rank 0 now: %zu connected, %zu failed, %zu B total, "
-          "CQ %zu entries (%llu resizes); charges over budget refused",
-          m.per_peer_bytes, m.sq_entries, m.sq_wqe_bytes, m.rq_entries, m.rq_wqe_bytes,
-          m.cq_entries, m.cqe_bytes, m.ah_bytes, m.peer_struct_bytes, m.budget_per_peer,
-          m.per_rank_bytes, m.constant_bytes, m.control_area_bytes, m.ud_qp_bytes, m.cq_base_bytes,
-          m.peers_connected, m.peers_failed, m.total_bytes, m.cq_entries_now,
-          (unsigned long long)st.cq_resizes);
+    check(
+        ok && charge_ok, "memory_accounting",
+        "per connected peer %zu B = send queue %zu x %zu B + receive queue %zu x %zu B + CQ %zu x "
+        "%zu B + AH %zu B + state %zu B (budget %zu B); per rank %zu B; constant %zu B (control "
+        "area %zu, UD QP %zu, CQ base %zu); rank 0 now: %zu connected, %zu failed, %zu B total, "
+        "CQ %zu entries (%llu resizes); charges over budget refused",
+        m.per_peer_bytes, m.sq_entries, m.sq_wqe_bytes, m.rq_entries,
+        m.rq_wqe_bytes, m.cq_entries, m.cqe_bytes, m.ah_bytes,
+        m.peer_struct_bytes, m.budget_per_peer, m.per_rank_bytes,
+        m.constant_bytes, m.control_area_bytes, m.ud_qp_bytes, m.cq_base_bytes,
+        m.peers_connected, m.peers_failed, m.total_bytes, m.cq_entries_now,
+        (unsigned long long)st.cq_resizes);
     if (rank == 0)
-        printf("    stats rank 0: requested %llu accepted %llu done %llu collisions %llu cm sent %llu "
-               "recv %llu resent %llu dropped %llu; writes %llu imm %llu reads %llu inline %llu "
-               "signaled %llu fences %llu busy %llu; polls %llu completions %llu\n",
-               (unsigned long long)st.connects_requested, (unsigned long long)st.connects_accepted,
-               (unsigned long long)st.connects_done, (unsigned long long)st.collisions,
-               (unsigned long long)st.cm_sent, (unsigned long long)st.cm_received,
-               (unsigned long long)st.cm_resends, (unsigned long long)st.cm_dropped,
-               (unsigned long long)st.writes, (unsigned long long)st.write_imms,
-               (unsigned long long)st.reads, (unsigned long long)st.inline_posts,
-               (unsigned long long)st.signaled, (unsigned long long)st.fences,
-               (unsigned long long)st.busy, (unsigned long long)st.polls,
-               (unsigned long long)st.completions);
+        printf(
+            "    stats rank 0: requested %llu accepted %llu done %llu collisions %llu cm sent %llu "
+            "recv %llu resent %llu dropped %llu; writes %llu imm %llu reads %llu inline %llu "
+            "signaled %llu fences %llu busy %llu; polls %llu completions %llu\n",
+            (unsigned long long)st.connects_requested,
+            (unsigned long long)st.connects_accepted,
+            (unsigned long long)st.connects_done,
+            (unsigned long long)st.collisions, (unsigned long long)st.cm_sent,
+            (unsigned long long)st.cm_received,
+            (unsigned long long)st.cm_resends,
+            (unsigned long long)st.cm_dropped, (unsigned long long)st.writes,
+            (unsigned long long)st.write_imms, (unsigned long long)st.reads,
+            (unsigned long long)st.inline_posts,
+            (unsigned long long)st.signaled, (unsigned long long)st.fences,
+            (unsigned long long)st.busy, (unsigned long long)st.polls,
+            (unsigned long long)st.completions);
 }
 
 static int mpi_mode(int argc, char **argv)
@@ -979,7 +1111,8 @@ static int mpi_mode(int argc, char **argv)
     if (posix_memalign((void **)&arena, 4096, 4 * MIB))
         MPI_Abort(MPI_COMM_WORLD, 2);
     memset(arena, 0, 4 * MIB);
-    B.recv = arena, B.src = arena + MIB, B.rsrc = arena + 2 * MIB, B.rdst = arena + 3 * MIB;
+    B.recv = arena, B.src = arena + MIB, B.rsrc = arena + 2 * MIB,
+    B.rdst = arena + 3 * MIB;
     fill(B.rsrc, MIB, (uint32_t)(rank + 7777), 0);
 
     struct hb_transport_params p;
@@ -999,14 +1132,17 @@ static int mpi_mode(int argc, char **argv)
     struct hb_transport_info info;
     if (rc == 0)
         hb_transport_get_info(A.t, &info);
-    check(rc == 0, "bootstrap",
-          "open + one PMPI_Allgather of %d B per rank in %.1f ms: %s port %d, %s GID index %d (%s), "
-          "MTU %d, inline %u, sq %u rq %u, signal every %u, READ depth %u; fork: %s%s%s",
-          HB_TRANSPORT_BOOT_BYTES, dt * 1e3, rc == 0 ? info.device : "-", rc == 0 ? info.port : 0,
-          rc == 0 ? info.gid_type : "-", rc == 0 ? info.gid_index : -1, rc == 0 ? info.gid : "-",
-          rc == 0 ? info.active_mtu : 0, rc == 0 ? info.max_inline : 0, rc == 0 ? info.sq_depth : 0,
-          rc == 0 ? info.rq_depth : 0, rc == 0 ? info.signal_every : 0,
-          rc == 0 ? info.max_rd_atomic : 0, rc == 0 ? info.fork : "-", why[0] ? "; " : "", why);
+    check(
+        rc == 0, "bootstrap",
+        "open + one PMPI_Allgather of %d B per rank in %.1f ms: %s port %d, %s GID index %d (%s), "
+        "MTU %d, inline %u, sq %u rq %u, signal every %u, READ depth %u; fork: %s%s%s",
+        HB_TRANSPORT_BOOT_BYTES, dt * 1e3, rc == 0 ? info.device : "-",
+        rc == 0 ? info.port : 0, rc == 0 ? info.gid_type : "-",
+        rc == 0 ? info.gid_index : -1, rc == 0 ? info.gid : "-",
+        rc == 0 ? info.active_mtu : 0, rc == 0 ? info.max_inline : 0,
+        rc == 0 ? info.sq_depth : 0, rc == 0 ? info.rq_depth : 0,
+        rc == 0 ? info.signal_every : 0, rc == 0 ? info.max_rd_atomic : 0,
+        rc == 0 ? info.fork : "-", why[0] ? "; " : "", why);
     if (failures) {
         MPI_Finalize();
         return 1;
@@ -1070,7 +1206,8 @@ int main(int argc, char **argv)
         return open_mode(argc, argv);
     if (argc >= 2 && !strcmp(argv[1], "mpi"))
         return mpi_mode(argc, argv);
-    fprintf(stderr, "usage: transport_test mpi | open --name N [--device D] [--port P] "
-                    "[--no-memlock-check] (--expect TEXT | --expect-ok)\n");
+    fprintf(stderr,
+            "usage: transport_test mpi | open --name N [--device D] [--port P] "
+            "[--no-memlock-check] (--expect TEXT | --expect-ok)\n");
     return 2;
 }

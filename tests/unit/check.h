@@ -12,39 +12,39 @@
 
 static int check_failures;
 
-#define CHECK(cond)                                                        \
-    do {                                                                   \
-        if (!(cond)) {                                                     \
-            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__,         \
-                    __LINE__, #cond);                                      \
-            check_failures++;                                              \
-        }                                                                  \
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__,   \
+                    #cond);                                                    \
+            check_failures++;                                                  \
+        }                                                                      \
     } while (0)
 
-#define CHECK_EQ_U64(a, b)                                                 \
-    do {                                                                   \
-        unsigned long long a_ = (unsigned long long)(a);                   \
-        unsigned long long b_ = (unsigned long long)(b);                   \
-        if (a_ != b_) {                                                    \
-            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu != %llu)\n", \
-                    __FILE__, __LINE__, #a, #b, a_, b_);                   \
-            check_failures++;                                              \
-        }                                                                  \
+#define CHECK_EQ_U64(a, b)                                                     \
+    do {                                                                       \
+        unsigned long long a_ = (unsigned long long)(a);                       \
+        unsigned long long b_ = (unsigned long long)(b);                       \
+        if (a_ != b_) {                                                        \
+            fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%llu != %llu)\n",  \
+                    __FILE__, __LINE__, #a, #b, a_, b_);                       \
+            check_failures++;                                                  \
+        }                                                                      \
     } while (0)
 
-#define CHECK_STR(a, b)                                                    \
-    do {                                                                   \
-        const char *a_ = (a), *b_ = (b);                                   \
-        if (strcmp(a_, b_)) {                                              \
-            fprintf(stderr, "%s:%d: CHECK failed: \"%s\" == \"%s\"\n",       \
-                    __FILE__, __LINE__, a_, b_);                           \
-            check_failures++;                                              \
-        }                                                                  \
+#define CHECK_STR(a, b)                                                        \
+    do {                                                                       \
+        const char *a_ = (a), *b_ = (b);                                       \
+        if (strcmp(a_, b_)) {                                                  \
+            fprintf(stderr, "%s:%d: CHECK failed: \"%s\" == \"%s\"\n",         \
+                    __FILE__, __LINE__, a_, b_);                               \
+            check_failures++;                                                  \
+        }                                                                      \
     } while (0)
 
 /* Returns the exit status for main(). */
-#define CHECK_DONE()                                                       \
-    (fprintf(stderr, "%s: %d check(s) failed\n", __FILE__, check_failures), \
+#define CHECK_DONE()                                                           \
+    (fprintf(stderr, "%s: %d check(s) failed\n", __FILE__, check_failures),    \
      check_failures ? 1 : 0)
 
 #endif

@@ -26,7 +26,10 @@ static const char *fake_getenv(const char *name)
     return NULL;
 }
 
-static void env_clear(void) { env_n = 0; }
+static void env_clear(void)
+{
+    env_n = 0;
+}
 
 static void env_set(const char *name, const char *value)
 {
@@ -66,7 +69,8 @@ static const struct hb_var_desc *var(const char *name)
     return NULL;
 }
 
-static void format(const struct hb_config *cfg, const char *name, char *buf, size_t len)
+static void format(const struct hb_config *cfg, const char *name, char *buf,
+                   size_t len)
 {
     const struct hb_var_desc *d = var(name);
     buf[0] = 0;
@@ -192,7 +196,8 @@ static int load_one(const char *name, const char *value, struct hb_config *cfg,
     return load(cfg, w);
 }
 
-static void expect_valid(const char *name, const char *value, const char *formatted)
+static void expect_valid(const char *name, const char *value,
+                         const char *formatted)
 {
     struct hb_config cfg;
     struct warnings w;
@@ -200,8 +205,10 @@ static void expect_valid(const char *name, const char *value, const char *format
     char buf[256];
     format(&cfg, name, buf, sizeof(buf));
     if (bad || w.n || strcmp(buf, formatted))
-        fprintf(stderr, "%s=\"%s\": %d invalid, %d warnings, value \"%s\" (want \"%s\")\n",
-                name, value, bad, w.n, buf, formatted);
+        fprintf(
+            stderr,
+            "%s=\"%s\": %d invalid, %d warnings, value \"%s\" (want \"%s\")\n",
+            name, value, bad, w.n, buf, formatted);
     CHECK_EQ_U64(bad, 0);
     CHECK_EQ_U64(w.n, 0);
     CHECK(!strcmp(buf, formatted));
@@ -213,8 +220,10 @@ static void test_valid(void)
     struct warnings w;
 
     /* bool words, any case */
-    static const char *const yes[] = {"1", "yes", "on", "true", "YES", "On", "True"};
-    static const char *const no[] = {"0", "no", "off", "false", "NO", "Off", "FALSE"};
+    static const char *const yes[] = {"1",   "yes", "on",  "true",
+                                      "YES", "On",  "True"};
+    static const char *const no[] = {"0",  "no",  "off",  "false",
+                                     "NO", "Off", "FALSE"};
     for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
         expect_valid("HOTBUF_ADAPT", yes[i], "1");
         expect_valid("HOTBUF_ENABLE", yes[i], "1");
@@ -234,7 +243,8 @@ static void test_valid(void)
     CHECK(cfg.hash_bits == 12);
     expect_valid("HOTBUF_THRESHOLD", "2147483647", "2147483647");
     expect_valid("HOTBUF_CALLSITE_DEPTH", "0", "0");
-    expect_valid("HOTBUF_MAX_SITES", "65535", "65535"); /* site ids are 16 bits */
+    expect_valid("HOTBUF_MAX_SITES", "65535",
+                 "65535"); /* site ids are 16 bits */
 
     /* size, with binary suffixes in either case */
     expect_valid("HOTBUF_EAGER_LIMIT", "8K", "8192");
@@ -279,14 +289,16 @@ static void test_valid(void)
     }
 
     /* string: taken as is */
-    expect_valid("HOTBUF_REPORT_FILE", "/tmp/hotbuf-report", "/tmp/hotbuf-report");
+    expect_valid("HOTBUF_REPORT_FILE", "/tmp/hotbuf-report",
+                 "/tmp/hotbuf-report");
     expect_valid("HOTBUF_DEVICE", "rxe0", "rxe0");
     load_one("HOTBUF_DEVICE", "mlx5_0", &cfg, &w);
     CHECK(cfg.device && !strcmp(cfg.device, "mlx5_0"));
 
     /* "auto" for the cost doubles -> -1; numbers too */
-    static const char *const cost_vars[] = {"HOTBUF_COPY_NS_PER_KB", "HOTBUF_LOOKUP_NS",
-                                            "HOTBUF_REG_BASE_US", "HOTBUF_REG_PAGE_US"};
+    static const char *const cost_vars[] = {
+        "HOTBUF_COPY_NS_PER_KB", "HOTBUF_LOOKUP_NS", "HOTBUF_REG_BASE_US",
+        "HOTBUF_REG_PAGE_US"};
     for (size_t i = 0; i < 4; i++) {
         expect_valid(cost_vars[i], "auto", "auto");
         expect_valid(cost_vars[i], "AUTO", "auto");
@@ -306,9 +318,10 @@ static void test_valid(void)
     env_set("HOTBUF_REPORT", "both");
     env_set("HOTBUF_ADAPT", "no");
     CHECK_EQ_U64(load(&cfg, &w), 0);
-    CHECK(cfg.hash_bits == 24 && cfg.eager_limit == 32768 && cfg.report == HB_REPORT_BOTH &&
-          cfg.adapt == 0);
-    CHECK(cfg.min_size == 128 && cfg.speculative == 0.25); /* untouched ones keep defaults */
+    CHECK(cfg.hash_bits == 24 && cfg.eager_limit == 32768 &&
+          cfg.report == HB_REPORT_BOTH && cfg.adapt == 0);
+    CHECK(cfg.min_size == 128 &&
+          cfg.speculative == 0.25); /* untouched ones keep defaults */
 }
 
 /* ---- invalid values ---------------------------------------------------------- */
@@ -316,7 +329,8 @@ static void test_valid(void)
 /* NAME=value must give exactly one warning naming the variable, quoting the
  * value, stating the accepted range (range_text) and the default, and leave
  * the default in place. */
-static void expect_invalid(const char *name, const char *value, const char *range_text)
+static void expect_invalid(const char *name, const char *value,
+                           const char *range_text)
 {
     struct hb_config cfg, def;
     struct warnings w, wd;
@@ -333,12 +347,15 @@ static void expect_invalid(const char *name, const char *value, const char *rang
     snprintf(with_default, sizeof(with_default), "default %s", d->def);
     hb_config_format(&cfg, d, got, sizeof(got));
     hb_config_format(&def, d, want, sizeof(want));
-    int ok = bad == 1 && w.n == 1 && strstr(w.line[0], name) && strstr(w.line[0], quoted) &&
-             strstr(w.line[0], range_text) && strstr(w.line[0], with_default) &&
-             !strcmp(got, want) && hb_config_is_default(&cfg, d);
+    int ok = bad == 1 && w.n == 1 && strstr(w.line[0], name) &&
+             strstr(w.line[0], quoted) && strstr(w.line[0], range_text) &&
+             strstr(w.line[0], with_default) && !strcmp(got, want) &&
+             hb_config_is_default(&cfg, d);
     if (!ok)
-        fprintf(stderr, "%s=\"%s\": %d invalid, %d warning(s): \"%s\"; value \"%s\" (default \"%s\")\n",
-                name, value, bad, w.n, w.n ? w.line[0] : "", got, want);
+        fprintf(
+            stderr,
+            "%s=\"%s\": %d invalid, %d warning(s): \"%s\"; value \"%s\" (default \"%s\")\n",
+            name, value, bad, w.n, w.n ? w.line[0] : "", got, want);
     CHECK_EQ_U64(bad, 1);
     CHECK_EQ_U64(w.n, 1);
     CHECK(w.n >= 1 && strstr(w.line[0], name));
@@ -353,20 +370,22 @@ static void expect_invalid(const char *name, const char *value, const char *rang
 static void test_invalid(void)
 {
     /* int */
-    expect_invalid("HOTBUF_HASH_BITS", "abc", "8..28");      /* non-numeric */
-    expect_invalid("HOTBUF_HASH_BITS", "", "8..28");         /* empty */
-    expect_invalid("HOTBUF_HASH_BITS", "29", "8..28");       /* above range */
-    expect_invalid("HOTBUF_HASH_BITS", "7", "8..28");        /* below range */
-    expect_invalid("HOTBUF_HASH_BITS", "2.5", "8..28");      /* fractional int */
-    expect_invalid("HOTBUF_HASH_BITS", "20x", "8..28");      /* trailing junk */
-    expect_invalid("HOTBUF_HASH_BITS", "8K", "8..28");       /* suffix only for sizes */
+    expect_invalid("HOTBUF_HASH_BITS", "abc", "8..28"); /* non-numeric */
+    expect_invalid("HOTBUF_HASH_BITS", "", "8..28");    /* empty */
+    expect_invalid("HOTBUF_HASH_BITS", "29", "8..28");  /* above range */
+    expect_invalid("HOTBUF_HASH_BITS", "7", "8..28");   /* below range */
+    expect_invalid("HOTBUF_HASH_BITS", "2.5", "8..28"); /* fractional int */
+    expect_invalid("HOTBUF_HASH_BITS", "20x", "8..28"); /* trailing junk */
+    expect_invalid("HOTBUF_HASH_BITS", "8K",
+                   "8..28"); /* suffix only for sizes */
     expect_invalid("HOTBUF_THRESHOLD", "2147483648", "0..2147483647");
     expect_invalid("HOTBUF_THRESHOLD", "-1", "0..2147483647");
     expect_invalid("HOTBUF_ADAPT_CHAIN", "1", "2..1000000");
     expect_invalid("HOTBUF_MAX_SITES", "65536", "16..65535");
     expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "8", "16..268435456");
     expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "268435457", "16..268435456");
-    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "1M", "16..268435456"); /* a count, not a size */
+    expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "1M",
+                   "16..268435456"); /* a count, not a size */
     /* size */
     expect_invalid("HOTBUF_MIN_SIZE", "1.5", "0..1073741824");
     expect_invalid("HOTBUF_MIN_SIZE", "8Q", "0..1073741824");
@@ -377,7 +396,8 @@ static void test_invalid(void)
     expect_invalid("HOTBUF_EAGER_LIMIT", "0", "1..1073741824");
     expect_invalid("HOTBUF_EAGER_LIMIT", "lots", "1..1073741824");
     /* double */
-    expect_invalid("HOTBUF_SPECULATIVE", "auto", "0.001..16"); /* "auto" not allowed here */
+    expect_invalid("HOTBUF_SPECULATIVE", "auto",
+                   "0.001..16"); /* "auto" not allowed here */
     expect_invalid("HOTBUF_SPECULATIVE", "0", "0.001..16");
     expect_invalid("HOTBUF_SPECULATIVE", "17", "0.001..16");
     expect_invalid("HOTBUF_SPECULATIVE", "nan", "0.001..16");
@@ -413,7 +433,8 @@ static void test_invalid(void)
         seen_spec += strstr(w.line[i], "HOTBUF_SPECULATIVE=\"x\"") != NULL;
     }
     CHECK(seen_bits == 1 && seen_report == 1 && seen_spec == 1);
-    CHECK(cfg.hash_bits == 20 && cfg.report == HB_REPORT_TEXT && cfg.speculative == 0.25);
+    CHECK(cfg.hash_bits == 20 && cfg.report == HB_REPORT_TEXT &&
+          cfg.speculative == 0.25);
     CHECK(cfg.eager_limit == 16384 && cfg.adapt == 0);
 }
 
@@ -496,7 +517,8 @@ static void test_round_trip(void)
             continue;
         hb_config_format(&again, d, buf, sizeof(buf));
         if (strcmp(buf, text[i]))
-            fprintf(stderr, "%s: \"%s\" reloads as \"%s\"\n", d->name, text[i], buf);
+            fprintf(stderr, "%s: \"%s\" reloads as \"%s\"\n", d->name, text[i],
+                    buf);
         CHECK(!strcmp(buf, text[i]));
         CHECK(!hb_config_is_default(&again, d));
     }
@@ -536,7 +558,8 @@ static int has_token(const char *line, const char *tok)
     size_t n = strlen(tok);
     for (const char *p = strstr(line, tok); p; p = strstr(p + 1, tok)) {
         char before = p == line ? ' ' : p[-1], after = p[n];
-        int word_before = before == '_' || before == '.' || (before >= '0' && before <= '9') ||
+        int word_before = before == '_' || before == '.' ||
+                          (before >= '0' && before <= '9') ||
                           ((before | 0x20) >= 'a' && (before | 0x20) <= 'z');
         int word_after = after == '_' || (after >= '0' && after <= '9') ||
                          ((after | 0x20) >= 'a' && (after | 0x20) <= 'z') ||
@@ -552,8 +575,10 @@ static void test_readme(void)
     const char *path = HB_SOURCE_DIR "/README.md";
     FILE *f = fopen(path, "r");
     if (!f)
-        fprintf(stderr, "%s: cannot open (the README must document every HOTBUF_* variable)\n",
-                path);
+        fprintf(
+            stderr,
+            "%s: cannot open (the README must document every HOTBUF_* variable)\n",
+            path);
     CHECK(f != NULL); /* a missing README is a failure, not a skip */
     if (!f)
         return;
@@ -561,7 +586,8 @@ static void test_readme(void)
     struct warnings w;
     env_clear();
     load(&def, &w);
-    int *named = calloc(hb_var_count, sizeof(int)), *with_default = calloc(hb_var_count, sizeof(int));
+    int *named = calloc(hb_var_count, sizeof(int)),
+        *with_default = calloc(hb_var_count, sizeof(int));
     char *line = NULL;
     size_t cap = 0;
     while (getline(&line, &cap, f) > 0) {
@@ -573,8 +599,10 @@ static void test_readme(void)
             char formatted[256];
             hb_config_format(&def, d, formatted, sizeof(formatted));
             /* An empty default is written as "(empty)", "" or "unset". */
-            if (!d->def[0] ? strstr(line, "empty") || strstr(line, "\"\"") || strstr(line, "unset")
-                           : has_token(line, d->def) || has_token(line, formatted))
+            if (!d->def[0]
+                    ? strstr(line, "empty") || strstr(line, "\"\"") ||
+                          strstr(line, "unset")
+                    : has_token(line, d->def) || has_token(line, formatted))
                 with_default[i] = 1;
         }
     }
@@ -582,7 +610,8 @@ static void test_readme(void)
     fclose(f);
     for (size_t i = 0; i < hb_var_count; i++) {
         if (!named[i])
-            fprintf(stderr, "README.md does not mention %s\n", hb_var_table[i].name);
+            fprintf(stderr, "README.md does not mention %s\n",
+                    hb_var_table[i].name);
         else if (!with_default[i])
             fprintf(stderr, "README.md: no line names %s with its default %s\n",
                     hb_var_table[i].name, hb_var_table[i].def);
@@ -596,7 +625,8 @@ static void test_readme(void)
 static void test_has_token(void)
 {
     /* the README matcher itself */
-    CHECK(has_token("| `HOTBUF_HASH_BITS` | 20 | buckets |", "HOTBUF_HASH_BITS"));
+    CHECK(
+        has_token("| `HOTBUF_HASH_BITS` | 20 | buckets |", "HOTBUF_HASH_BITS"));
     CHECK(has_token("| `HOTBUF_HASH_BITS` | 20 | buckets |", "20"));
     CHECK(!has_token("HOTBUF_HASH_BITS_X | 20", "HOTBUF_HASH_BITS"));
     CHECK(!has_token("HOTBUF_ADAPT_CHAIN | 3", "HOTBUF_ADAPT"));
@@ -613,7 +643,8 @@ static void test_shared(void)
 {
     struct hb_config a, b;
     struct warnings w;
-    uint64_t va[2 * HB_CONFIG_NSHARED], vb[2 * HB_CONFIG_NSHARED], min[2 * HB_CONFIG_NSHARED];
+    uint64_t va[2 * HB_CONFIG_NSHARED], vb[2 * HB_CONFIG_NSHARED],
+        min[2 * HB_CONFIG_NSHARED];
     env_clear();
     load(&a, &w);
     env_set("HOTBUF_ENABLE", "0");
@@ -632,9 +663,14 @@ static void test_shared(void)
     CHECK_EQ_U64(a.ag_zcopy, 8192);
     CHECK(a.intranode == 0 && a.allgather == 1);
     CHECK_EQ_U64(w.n, 3);
-    CHECK_STR(w.line[0], "HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0");
-    CHECK_STR(w.line[1], "HOTBUF_AG_RING differs between ranks (65536..1048576); all ranks use 65536");
-    CHECK_STR(w.line[2], "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384");
+    CHECK_STR(w.line[0],
+              "HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0");
+    CHECK_STR(
+        w.line[1],
+        "HOTBUF_AG_RING differs between ranks (65536..1048576); all ranks use 65536");
+    CHECK_STR(
+        w.line[2],
+        "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384");
     /* the same everywhere: nothing said, nothing changed */
     hb_config_shared_pack(&b, vb);
     memset(&w, 0, sizeof(w));

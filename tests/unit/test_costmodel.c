@@ -16,9 +16,11 @@ static int close_to(double a, double b)
 }
 #define CLOSE(a, b) close_to((a), (b))
 
-
 /* The same model written out by hand. */
-static double hand_copy(double size) { return size / 1024.0 * 100.0; }
+static double hand_copy(double size)
+{
+    return size / 1024.0 * 100.0;
+}
 static double hand_reg(double size)
 {
     double pages = ceil(size / 4096.0);
@@ -47,7 +49,7 @@ static void test_costs(void)
     CHECK(hb_cost_break_even(&cm, 128) == -1); /* C = 12.5 ns */
     CHECK(hb_cost_break_even(&cm, 64) == -1);
     CHECK(hb_cost_break_even(&cm, 0) == -1);
-    cm.lookup_ns = hb_cost_copy_ns(&cm, 1024);  /* C == V exactly */
+    cm.lookup_ns = hb_cost_copy_ns(&cm, 1024); /* C == V exactly */
     CHECK(hb_cost_break_even(&cm, 1024) == -1);
     CHECK(hb_cost_break_even(&cm, 2048) > 0);
 }
@@ -55,7 +57,8 @@ static void test_costs(void)
 static void test_thresholds(void)
 {
     struct hb_costmodel cm = model();
-    struct hb_threshold_params tp = {.speculative = 0.25, .min_size = 128, .eager_limit = 8192};
+    struct hb_threshold_params tp = {
+        .speculative = 0.25, .min_size = 128, .eager_limit = 8192};
     uint32_t thr[HB_SIZE_CLASSES];
     memset(thr, 0xcc, sizeof(thr));
     hb_cost_thresholds(&cm, &tp, thr);
@@ -63,16 +66,19 @@ static void test_thresholds(void)
     /* ceil(speculative * n) per class, n computed by hand at size 2^k */
     for (unsigned k = 0; k < HB_SIZE_CLASSES; k++) {
         double size = ldexp(1.0, (int)k), c = hand_copy(size);
-        uint32_t want = c <= 20 ? HB_NEVER : (uint32_t)ceil(0.25 * hand_reg(size) / (c - 20));
+        uint32_t want = c <= 20
+                            ? HB_NEVER
+                            : (uint32_t)ceil(0.25 * hand_reg(size) / (c - 20));
         if (want == 0)
             want = 1;
         if (thr[k] != want)
-            fprintf(stderr, "class %u: threshold %u, want %u\n", k, thr[k], want);
+            fprintf(stderr, "class %u: threshold %u, want %u\n", k, thr[k],
+                    want);
         CHECK_EQ_U64(thr[k], want);
     }
-    CHECK_EQ_U64(thr[12], 7);   /* 4096: ceil(0.25 * 26.97) */
-    CHECK_EQ_U64(thr[13], 4);   /* 8192: ceil(0.25 * 13.46) */
-    CHECK_EQ_U64(thr[8], 513);  /* 256: ceil(0.25 * 2050) */
+    CHECK_EQ_U64(thr[12], 7);  /* 4096: ceil(0.25 * 26.97) */
+    CHECK_EQ_U64(thr[13], 4);  /* 8192: ceil(0.25 * 13.46) */
+    CHECK_EQ_U64(thr[8], 513); /* 256: ceil(0.25 * 2050) */
     CHECK_EQ_U64(thr[7], HB_NEVER);
 
     /* per call: exact min/eager bounds, class threshold in between */
@@ -83,7 +89,8 @@ static void test_thresholds(void)
     CHECK_EQ_U64(hb_threshold_for(thr, &tp, 1 << 20), HB_NEVER);
     CHECK_EQ_U64(hb_threshold_for(thr, &tp, 127), HB_NEVER); /* below min */
     CHECK_EQ_U64(hb_threshold_for(thr, &tp, 0), HB_NEVER);
-    CHECK_EQ_U64(hb_threshold_for(thr, &tp, 128), HB_NEVER); /* eligible, but C <= V */
+    CHECK_EQ_U64(hb_threshold_for(thr, &tp, 128),
+                 HB_NEVER); /* eligible, but C <= V */
     CHECK_EQ_U64(hb_threshold_for(thr, &tp, 256), 513);
     tp.min_size = 0;
     CHECK_EQ_U64(hb_threshold_for(thr, &tp, 64), HB_NEVER); /* C <= V */
@@ -92,7 +99,7 @@ static void test_thresholds(void)
     /* speculative scales the threshold */
     tp.speculative = 1.0;
     hb_cost_thresholds(&cm, &tp, thr);
-    CHECK_EQ_U64(thr[12], 27);  /* ceil(26.97) */
+    CHECK_EQ_U64(thr[12], 27); /* ceil(26.97) */
     tp.speculative = 0.25;
 
     /* free registration: n = 0, still at least one use */
@@ -129,20 +136,22 @@ static void test_size_class(void)
         uint64_t size;
         unsigned cls;
     } cases[] = {
-        {0, 0}, {1, 0}, {2, 1}, {3, 2}, {4, 2}, {5, 3}, {8, 3}, {9, 4},
-        {1023, 10}, {1024, 10}, {1025, 11}, {4096, 12}, {8192, 13}, {8193, 14},
-        {1ull << 39, 39},
+        {0, 0},     {1, 0},     {2, 1},     {3, 2},     {4, 2},
+        {5, 3},     {8, 3},     {9, 4},     {1023, 10}, {1024, 10},
+        {1025, 11}, {4096, 12}, {8192, 13}, {8193, 14}, {1ull << 39, 39},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         if (hb_size_class(cases[i].size) != cases[i].cls)
             fprintf(stderr, "hb_size_class(%llu) = %u, want %u\n",
-                    (unsigned long long)cases[i].size, hb_size_class(cases[i].size), cases[i].cls);
+                    (unsigned long long)cases[i].size,
+                    hb_size_class(cases[i].size), cases[i].cls);
         CHECK_EQ_U64(hb_size_class(cases[i].size), cases[i].cls);
     }
     /* class k holds (2^(k-1), 2^k] */
     for (unsigned k = 1; k < HB_SIZE_CLASSES; k++) {
         uint64_t hi = 1ull << k, lo = hi / 2 + 1;
-        CHECK(hb_size_class(hi) == k && hb_size_class(lo) == k && hb_size_class(lo - 1) == k - 1);
+        CHECK(hb_size_class(hi) == k && hb_size_class(lo) == k &&
+              hb_size_class(lo - 1) == k - 1);
     }
 }
 
@@ -174,7 +183,8 @@ static void test_saving(void)
     CHECK(CLOSE(hb_cost_saving_ns(&cm, 4096, 50), 50 * 400.0 - 10250.0));
     CHECK(CLOSE(hb_cost_saving_ns(&cm, 4096, 1), 400.0 - 10250.0)); /* a loss */
     CHECK(CLOSE(hb_cost_saving_ns(&cm, 1024, 901), 901 * 100.0 - 10250.0));
-    CHECK(CLOSE(hb_cost_saving_ns(&cm, 6000, 10), 10 * hand_copy(6000) - hand_reg(6000)));
+    CHECK(CLOSE(hb_cost_saving_ns(&cm, 6000, 10),
+                10 * hand_copy(6000) - hand_reg(6000)));
     CHECK(hb_cost_saving_ns(&cm, 4096, 0) == 0);
     CHECK(hb_cost_saving_ns(&cm, 1 << 20, 0) == 0);
     /* V is not part of the saving */

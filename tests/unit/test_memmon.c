@@ -53,7 +53,9 @@ static size_t PG;
 /* ---- callback recorder (wait-free, no allocation) -------------------- */
 
 #define MAXREC 8192
-static struct { uintptr_t lo, hi; } rec[MAXREC];
+static struct {
+    uintptr_t lo, hi;
+} rec[MAXREC];
 static atomic_uint nrec;
 static unsigned mark_at;
 static int cb_ctx_ok = 1;
@@ -71,8 +73,14 @@ static void test_cb(void *ctx, const void *addr, size_t len)
     }
 }
 
-static void mark(void) { mark_at = atomic_load(&nrec); }
-static unsigned since(void) { return atomic_load(&nrec) - mark_at; }
+static void mark(void)
+{
+    mark_at = atomic_load(&nrec);
+}
+static unsigned since(void)
+{
+    return atomic_load(&nrec) - mark_at;
+}
 
 /* Some single callback since mark() covered [lo, hi). */
 static int covered(uintptr_t lo, uintptr_t hi, uintptr_t *glo, uintptr_t *ghi)
@@ -108,7 +116,8 @@ static double now(void)
 
 static char *map_anon(size_t len)
 {
-    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    char *p = mmap(NULL, len, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
     if (p == MAP_FAILED) {
         perror("mmap");
@@ -132,9 +141,9 @@ static int is_mapped(void *p, size_t len)
  * the checks, in the caller, via the watched range returned in w_lo/w_len.
  */
 struct run {
-    uintptr_t lo, hi;      /* the change */
-    int overlap_ok;        /* malloc_trim: where it trims is glibc's choice */
-    const void *w_addr;    /* watched, to unwatch afterwards */
+    uintptr_t lo, hi;   /* the change */
+    int overlap_ok;     /* malloc_trim: where it trims is glibc's choice */
+    const void *w_addr; /* watched, to unwatch afterwards */
     size_t w_len;
     void (*cleanup)(struct run *);
     void *p1, *p2;
@@ -146,7 +155,8 @@ static int watch_or_die(const void *a, size_t l)
     int r = hb_memmon_watch(a, l);
 
     if (r) {
-        fprintf(stderr, "hb_memmon_watch(%p, %zu) = %d (%s)\n", a, l, r, strerror(-r));
+        fprintf(stderr, "hb_memmon_watch(%p, %zu) = %d (%s)\n", a, l, r,
+                strerror(-r));
         CHECK(r == 0);
     }
     return r;
@@ -154,7 +164,8 @@ static int watch_or_die(const void *a, size_t l)
 
 /* Watches [a, a+l) (to be unwatched by the caller after the checks) and
  * expects the change to cover [lo, hi). */
-static void watch_expect(struct run *r, const void *a, size_t l, uintptr_t lo, uintptr_t hi)
+static void watch_expect(struct run *r, const void *a, size_t l, uintptr_t lo,
+                         uintptr_t hi)
 {
     watch_or_die(a, l);
     r->w_addr = a;
@@ -167,7 +178,8 @@ static int sc_munmap(struct run *r)
 {
     char *p = map_anon(8 * PG);
 
-    watch_expect(r, p + 2 * PG, 4 * PG, (uintptr_t)p + 2 * PG, (uintptr_t)p + 6 * PG);
+    watch_expect(r, p + 2 * PG, 4 * PG, (uintptr_t)p + 2 * PG,
+                 (uintptr_t)p + 6 * PG);
     mark();
     munmap(p, 8 * PG);
     return 0;
@@ -192,11 +204,13 @@ static int sc_mremap_grow_moves(struct run *r)
 {
     /* Growth with a mapping right behind: the kernel must move it. */
     char *p = map_anon(4 * PG);
-    char *g = mmap(p + 4 * PG, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    char *g = mmap(p + 4 * PG, PG, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     char *n;
 
     if (g == MAP_FAILED && errno != EEXIST) {
-        printf("  NOT APPLICABLE: cannot place a guard page: %s\n", strerror(errno));
+        printf("  NOT APPLICABLE: cannot place a guard page: %s\n",
+               strerror(errno));
         munmap(p, 4 * PG);
         return 1;
     }
@@ -234,7 +248,8 @@ static int sc_mmap_fixed(struct run *r)
 
     watch_expect(r, p, 4 * PG, (uintptr_t)p + PG, (uintptr_t)p + 3 * PG);
     mark();
-    n = mmap(p + PG, 2 * PG, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    n = mmap(p + PG, 2 * PG, PROT_READ | PROT_WRITE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
     CHECK(n == p + PG);
     r->p1 = p;
     r->l1 = 4 * PG;
@@ -243,7 +258,8 @@ static int sc_mmap_fixed(struct run *r)
 
 static int madv(struct run *r, int advice, int shared)
 {
-    char *p = shared ? mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0)
+    char *p = shared ? mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | MAP_ANONYMOUS, -1, 0)
                      : map_anon(4 * PG);
 
     CHECK(p != MAP_FAILED);
@@ -266,9 +282,18 @@ static int madv(struct run *r, int advice, int shared)
     return 0;
 }
 
-static int sc_madv_dontneed(struct run *r) { return madv(r, MADV_DONTNEED, 0); }
-static int sc_madv_free(struct run *r) { return madv(r, MADV_FREE, 0); }
-static int sc_madv_remove(struct run *r) { return madv(r, MADV_REMOVE, 1); }
+static int sc_madv_dontneed(struct run *r)
+{
+    return madv(r, MADV_DONTNEED, 0);
+}
+static int sc_madv_free(struct run *r)
+{
+    return madv(r, MADV_FREE, 0);
+}
+static int sc_madv_remove(struct run *r)
+{
+    return madv(r, MADV_REMOVE, 1);
+}
 
 static int sc_sbrk_shrink(struct run *r)
 {
@@ -335,7 +360,8 @@ static int sc_shmdt(struct run *r)
          * registration.  The hook still reports; check that. */
         printf("\n  LIMIT: SysV shm cannot be watched on this kernel (needs "
                "UFFD_FEATURE_WP_ASYNC, Linux >= 6.7), so it is never cached; "
-               "checking the shmdt() hook's report anyway:\n%50s", "");
+               "checking the shmdt() hook's report anyway:\n%50s",
+               "");
     } else {
         r->w_addr = p + 4 * PG;
         r->w_len = 4 * PG;
@@ -392,13 +418,15 @@ static int sc_realloc_grow(struct run *r)
     memset(b, 0x5a, 1 << 20);
     /* The chunk's mapping ends at b + usable; occupy the next page so the
      * growth cannot happen in place (it may be occupied already). */
-    g = mmap(b + usable, PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    g = mmap(b + usable, PG, PROT_NONE,
+             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     watch_expect(r, b, 1 << 20, (uintptr_t)b, (uintptr_t)b + (1 << 20));
     mark();
     n = realloc(b, 4 << 20); /* glibc: mremap_chunk -> __mremap */
     CHECK(n != NULL);
     if (n == b)
-        printf("  NOT APPLICABLE: realloc grew the block in place (no change to report)\n");
+        printf(
+            "  NOT APPLICABLE: realloc grew the block in place (no change to report)\n");
     r->p1 = n;
     if (g != MAP_FAILED) {
         r->p2 = g;
@@ -418,7 +446,9 @@ static int sc_realloc_shrink(struct run *r)
     char *b = malloc(4 << 20), *n;
 
     memset(b, 0x5a, 4 << 20);
-    watch_expect(r, b, 4 << 20, (uintptr_t)b + (1 << 20) + PG, (uintptr_t)b + (4 << 20) - PG); /* the tail beyond the new end */
+    watch_expect(r, b, 4 << 20, (uintptr_t)b + (1 << 20) + PG,
+                 (uintptr_t)b + (4 << 20) -
+                     PG); /* the tail beyond the new end */
     mark();
     n = realloc(b, 1 << 20); /* glibc: mremap_chunk shrinks in place */
     CHECK(n == b);
@@ -441,8 +471,10 @@ static int trim(struct run *r, int keep_last)
     }
     lo = ((uintptr_t)small[0] + PG - 1) & ~(PG - 1);
     hi = (uintptr_t)small[NSMALL - 1] & ~(PG - 1);
-    if (hi <= lo + 16 * PG || (uintptr_t)small[NSMALL - 1] < (uintptr_t)small[0]) {
-        printf("  NOT APPLICABLE: small blocks are not laid out contiguously\n");
+    if (hi <= lo + 16 * PG ||
+        (uintptr_t)small[NSMALL - 1] < (uintptr_t)small[0]) {
+        printf(
+            "  NOT APPLICABLE: small blocks are not laid out contiguously\n");
         for (int i = 0; i <= NSMALL; i++)
             free(small[i]);
         return 1;
@@ -464,8 +496,14 @@ static int trim(struct run *r, int keep_last)
     return 0;
 }
 
-static int sc_trim_madvise(struct run *r) { return trim(r, 1); }
-static int sc_trim_top(struct run *r) { return trim(r, 0); }
+static int sc_trim_madvise(struct run *r)
+{
+    return trim(r, 1);
+}
+static int sc_trim_top(struct run *r)
+{
+    return trim(r, 0);
+}
 
 struct scenario {
     const char *name;
@@ -486,16 +524,20 @@ static const struct scenario scenarios[] = {
     {"shmdt", sc_shmdt, NULL},
     {"shmat SHM_REMAP over the range", sc_shmat_remap, cleanup_shmat},
     {"free() of a 1 MiB malloc (glibc __munmap)", sc_free_large, NULL},
-    {"realloc() 1 -> 4 MiB (glibc __mremap move)", sc_realloc_grow, cleanup_malloc},
-    {"realloc() 4 -> 1 MiB (glibc __mremap shrink)", sc_realloc_shrink, cleanup_malloc},
-    {"malloc_trim(0), interior pages (glibc __madvise)", sc_trim_madvise, cleanup_malloc},
+    {"realloc() 1 -> 4 MiB (glibc __mremap move)", sc_realloc_grow,
+     cleanup_malloc},
+    {"realloc() 4 -> 1 MiB (glibc __mremap shrink)", sc_realloc_shrink,
+     cleanup_malloc},
+    {"malloc_trim(0), interior pages (glibc __madvise)", sc_trim_madvise,
+     cleanup_malloc},
     {"malloc_trim(0), heap top (glibc sbrk shrink)", sc_trim_top, NULL},
 };
 #define NSCEN (sizeof scenarios / sizeof scenarios[0])
 
 static void run_scenarios(int muted)
 {
-    printf("== scenarios, monitor %s ==\n", muted ? "MUTED (debug switch)" : "on");
+    printf("== scenarios, monitor %s ==\n",
+           muted ? "MUTED (debug switch)" : "on");
     hb_memmon_set_muted(muted);
     for (size_t i = 0; i < NSCEN; i++) {
         struct run r;
@@ -520,16 +562,18 @@ static void run_scenarios(int muted)
         if (!muted) {
             if (r.overlap_ok) {
                 unsigned n = overlapping(r.lo, r.hi);
-                printf(" ok: %u callback(s) overlap the watched heap [%#lx, %#lx)\n",
-                       n, (unsigned long)r.lo, (unsigned long)r.hi);
+                printf(
+                    " ok: %u callback(s) overlap the watched heap [%#lx, %#lx)\n",
+                    n, (unsigned long)r.lo, (unsigned long)r.hi);
                 CHECK(n > 0);
             } else if (covered(r.lo, r.hi, &glo, &ghi)) {
                 printf(" ok: callback [%#lx, %#lx) covers [%#lx, %#lx)\n",
                        (unsigned long)glo, (unsigned long)ghi,
                        (unsigned long)r.lo, (unsigned long)r.hi);
             } else {
-                printf(" FAILED: no callback covers [%#lx, %#lx) (%u callbacks)\n",
-                       (unsigned long)r.lo, (unsigned long)r.hi, got);
+                printf(
+                    " FAILED: no callback covers [%#lx, %#lx) (%u callbacks)\n",
+                    (unsigned long)r.lo, (unsigned long)r.hi, got);
                 CHECK(!"callback covering the change");
             }
         } else {
@@ -565,8 +609,9 @@ static void limits(void)
     /* raw shmdt syscall: the kernel reports nothing, the hook is bypassed */
     id = shm_segment(4 * PG, &p);
     if (id >= 0 && hb_memmon_watch(p, 4 * PG) != 0) {
-        printf("LIMIT: raw syscall(SYS_shmdt) case not run: SysV shm is not watchable on "
-               "this kernel, hence never cached (and the kernel reports no shmdt)\n");
+        printf(
+            "LIMIT: raw syscall(SYS_shmdt) case not run: SysV shm is not watchable on "
+            "this kernel, hence never cached (and the kernel reports no shmdt)\n");
         shmdt(p);
     } else if (id >= 0) {
         hb_memmon_stats(&s0);
@@ -574,19 +619,24 @@ static void limits(void)
         CHECK(syscall(SYS_shmdt, p) == 0);
         hb_memmon_sync_local();
         hb_memmon_stats(&s1);
-        printf("LIMIT: raw syscall(SYS_shmdt) bypasses the shmdt() hook and the kernel "
-               "sends no userfaultfd event for shmdt: %u callback(s)\n", since());
+        printf(
+            "LIMIT: raw syscall(SYS_shmdt) bypasses the shmdt() hook and the kernel "
+            "sends no userfaultfd event for shmdt: %u callback(s)\n",
+            since());
         hb_memmon_unwatch(p, 4 * PG);
     }
     /* file-backed private mapping (our own text): not watchable */
     r = hb_memmon_watch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
     if (r == 0) {
-        printf("watching a file-backed mapping (program text) works here (WP_ASYNC)\n");
+        printf(
+            "watching a file-backed mapping (program text) works here (WP_ASYNC)\n");
         CHECK(strstr(hb_memmon_describe(), "file-backed") != NULL);
         hb_memmon_unwatch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
     } else {
-        printf("LIMIT: watching a file-backed mapping (program text) fails on this "
-               "kernel: %d (%s); the caller must not cache such ranges\n", r, strerror(-r));
+        printf(
+            "LIMIT: watching a file-backed mapping (program text) fails on this "
+            "kernel: %d (%s); the caller must not cache such ranges\n",
+            r, strerror(-r));
         CHECK(strstr(hb_memmon_describe(), "file-backed") == NULL);
     }
     /* an unmapped range */
@@ -631,8 +681,9 @@ static void unwatch_tests(void)
     madvise(p + PG, PG, MADV_DONTNEED);
     hb_memmon_sync_local();
     hb_memmon_stats(&s1);
-    printf("nested watches: page 0 unwatched (0 events), page 1 still watched (%llu event)\n",
-           (unsigned long long)(s1.remove_events - s0.remove_events));
+    printf(
+        "nested watches: page 0 unwatched (0 events), page 1 still watched (%llu event)\n",
+        (unsigned long long)(s1.remove_events - s0.remove_events));
     CHECK_EQ_U64(s1.remove_events - s0.remove_events, 1);
     hb_memmon_unwatch(p + PG, 2 * PG);
     hb_memmon_stats(&s0);
@@ -659,7 +710,9 @@ static void table_fuzz(void)
     enum { NP = 64, MAXW = 48, OPS = 3000 };
     char *p = map_anon(NP * PG);
     int cnt[NP] = {0};
-    struct { int a, b; } w[MAXW];
+    struct {
+        int a, b;
+    } w[MAXW];
     int nw = 0, bad_bytes = 0, bad_events = 0, probes = 0;
     unsigned seed = 42;
 
@@ -674,7 +727,8 @@ static void table_fuzz(void)
             if (b > NP)
                 b = NP;
             /* unaligned byte ranges inside the pages, as buffers are */
-            if (hb_memmon_watch(p + a * PG + 17, (size_t)(b - a) * PG - 40) != 0) {
+            if (hb_memmon_watch(p + a * PG + 17, (size_t)(b - a) * PG - 40) !=
+                0) {
                 CHECK(!"watch in fuzz");
                 continue;
             }
@@ -684,7 +738,8 @@ static void table_fuzz(void)
                 cnt[i]++;
         } else {
             int k = rand_r(&seed) % nw;
-            hb_memmon_unwatch(p + w[k].a * PG + 17, (size_t)(w[k].b - w[k].a) * PG - 40);
+            hb_memmon_unwatch(p + w[k].a * PG + 17,
+                              (size_t)(w[k].b - w[k].a) * PG - 40);
             for (int i = w[k].a; i < w[k].b; i++)
                 cnt[i]--;
             w[k] = w[--nw];
@@ -698,20 +753,24 @@ static void table_fuzz(void)
             madvise(p + pg * PG, PG, MADV_DONTNEED);
             hb_memmon_sync();
             hb_memmon_stats(&s1);
-            bad_events += (s1.remove_events - s0.remove_events) != (cnt[pg] > 0);
+            bad_events +=
+                (s1.remove_events - s0.remove_events) != (cnt[pg] > 0);
             probes++;
         }
     }
     while (nw > 0) {
         nw--;
-        hb_memmon_unwatch(p + w[nw].a * PG + 17, (size_t)(w[nw].b - w[nw].a) * PG - 40);
+        hb_memmon_unwatch(p + w[nw].a * PG + 17,
+                          (size_t)(w[nw].b - w[nw].a) * PG - 40);
     }
     {
         struct hb_memmon_stats s0;
         hb_memmon_stats(&s0);
-        printf("%d ops: watched-bytes mismatches %d, wrong kernel state in %d of %d probes, "
-               "left watched %llu B\n", OPS, bad_bytes, bad_events, probes,
-               (unsigned long long)s0.watched_bytes);
+        printf(
+            "%d ops: watched-bytes mismatches %d, wrong kernel state in %d of %d probes, "
+            "left watched %llu B\n",
+            OPS, bad_bytes, bad_events, probes,
+            (unsigned long long)s0.watched_bytes);
         CHECK_EQ_U64(s0.watched_bytes, 0);
     }
     CHECK_EQ_U64(bad_bytes, 0);
@@ -785,7 +844,8 @@ static void vma_whole_test(void)
     CHECK(watch_or_die(p + 4 * PG + 8, 2 * PG - 16) == 0);
     n = vmas_in(p, 16 * PG);
     printf("16-page mapping, pages 4-5 watched: %d VMA(s) (want 1), "
-           "uffd-wp flag %d\n", n, uffd_wp_flag(p));
+           "uffd-wp flag %d\n",
+           n, uffd_wp_flag(p));
     CHECK_EQ_U64(n, 1);
     CHECK(uffd_wp_flag(p + 15 * PG) != 0);
     e_twin = remap_whole(twin);
@@ -793,8 +853,8 @@ static void vma_whole_test(void)
     e = remap_whole(p);
     hb_memmon_sync_local();
     printf("mremap(MAYMOVE) of the whole mapping: %s (unwatched twin: %s), "
-           "%u callback(s) over the watched pages\n", e ? strerror(e) : "ok",
-           e_twin ? strerror(e_twin) : "ok",
+           "%u callback(s) over the watched pages\n",
+           e ? strerror(e) : "ok", e_twin ? strerror(e_twin) : "ok",
            overlapping((uintptr_t)p + 4 * PG, (uintptr_t)p + 6 * PG));
     CHECK_EQ_U64(e, e_twin);
     CHECK(overlapping((uintptr_t)p + 4 * PG, (uintptr_t)p + 6 * PG) > 0);
@@ -828,7 +888,8 @@ static void vma_two_watches_test(void)
     c10 = since();
     printf("two watches in one VMA, first unwatched: madvise callbacks on "
            "its page %u, unwatched page %u, still watched page %u "
-           "(want 0 0 1)\n", c2, c14, c10);
+           "(want 0 0 1)\n",
+           c2, c14, c10);
     CHECK_EQ_U64(c2, 0);
     CHECK_EQ_U64(c14, 0);
     CHECK_EQ_U64(c10, 1);
@@ -858,7 +919,8 @@ static void vma_app_changes_test(void)
     mprotect(twin + 8 * PG, 4 * PG, PROT_READ | PROT_WRITE);
     mprotect(p + 8 * PG, 4 * PG, PROT_READ | PROT_WRITE);
     printf("mprotect of a part splits into %d VMA(s) (twin %d), back: %d "
-           "(twin %d)\n", np, nt, vmas_in(p, 16 * PG), vmas_in(twin, 16 * PG));
+           "(twin %d)\n",
+           np, nt, vmas_in(p, 16 * PG), vmas_in(twin, 16 * PG));
     CHECK_EQ_U64(vmas_in(p, 16 * PG), vmas_in(twin, 16 * PG));
     CHECK_EQ_U64(remap_whole(twin), 0);
     mark();
@@ -869,7 +931,8 @@ static void vma_app_changes_test(void)
     e = q == MAP_FAILED ? errno : 0;
     hb_memmon_sync_local();
     printf("munmap of an unwatched part: 0 callbacks; mremap of the rest: "
-           "%s, %u callback(s)\n", e ? strerror(e) : "ok", since());
+           "%s, %u callback(s)\n",
+           e ? strerror(e) : "ok", since());
     CHECK_EQ_U64(e, 0);
     hb_memmon_unwatch(p + 4 * PG, 2 * PG);
     if (q == MAP_FAILED)
@@ -881,8 +944,8 @@ static void vma_app_changes_test(void)
 /* After the last unwatch the mapping merges with a neighbour again. */
 static void vma_merge_after_test(void)
 {
-    char *p = mmap(NULL, 16 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS,
-                   -1, 0);
+    char *p =
+        mmap(NULL, 16 * PG, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     char *a, *b;
 
     if (p == MAP_FAILED)
@@ -899,7 +962,8 @@ static void vma_merge_after_test(void)
     CHECK(b == p + 8 * PG);
     memset(b, 0x5a, 8 * PG);
     printf("after the unwatch, a neighbour mapping merges: %d VMA(s) "
-           "(want 1)\n", vmas_in(p, 16 * PG));
+           "(want 1)\n",
+           vmas_in(p, 16 * PG));
     CHECK_EQ_U64(vmas_in(p, 16 * PG), 1);
     CHECK_EQ_U64(remap_whole(p), 0);
 }
@@ -917,7 +981,8 @@ static void vma_heap_stack_test(void)
     n1 = vmas_in((char *)stackbuf - 64 * PG, 128 * PG);
     hb_memmon_unwatch(stackbuf + 4096, 4096);
     printf("stack: watch of a page leaves %d VMA(s) around it (unwatched: "
-           "%d)\n", n1, vmas_in((char *)stackbuf - 64 * PG, 128 * PG));
+           "%d)\n",
+           n1, vmas_in((char *)stackbuf - 64 * PG, 128 * PG));
     CHECK_EQ_U64(n1, vmas_in((char *)stackbuf - 64 * PG, 128 * PG));
     (void)n0;
     if ((uintptr_t)old & (PG - 1))
@@ -931,8 +996,7 @@ static void vma_heap_stack_test(void)
     n0 = vmas_in(h, 16 * PG);
     CHECK(watch_or_die(h + 4 * PG, 2 * PG) == 0);
     n1 = vmas_in(h, 16 * PG);
-    printf("heap: watch of 2 of 16 brk pages: %d VMA(s) (before %d)\n", n1,
-           n0);
+    printf("heap: watch of 2 of 16 brk pages: %d VMA(s) (before %d)\n", n1, n0);
     CHECK_EQ_U64(n1, n0);
     hb_memmon_unwatch(h + 4 * PG, 2 * PG);
     CHECK(sbrk(-(intptr_t)(16 * PG)) != (void *)-1);
@@ -975,7 +1039,9 @@ static void ordering_tests(void)
     t = now() - t0;
     hb_memmon_debug_delays(0, 0);
     hb_memmon_sync_local();
-    printf("munmap with the monitor 200 ms late to read: returned after %.0f ms\n", t * 1e3);
+    printf(
+        "munmap with the monitor 200 ms late to read: returned after %.0f ms\n",
+        t * 1e3);
     CHECK(t > 0.15);
     hb_memmon_unwatch(p, 4 * PG);
 
@@ -991,8 +1057,10 @@ static void ordering_tests(void)
     t = now() - t0;
     c2 = since();
     hb_memmon_debug_delays(0, 0);
-    printf("callback 200 ms after read: %u callback(s) when munmap returned, %u after "
-           "hb_memmon_sync_local (waited %.0f ms)\n", c1, c2, t * 1e3);
+    printf(
+        "callback 200 ms after read: %u callback(s) when munmap returned, %u after "
+        "hb_memmon_sync_local (waited %.0f ms)\n",
+        c1, c2, t * 1e3);
     CHECK_EQ_U64(c1, 0);
     CHECK(c2 >= 1);
     hb_memmon_unwatch(p, 4 * PG);
@@ -1014,8 +1082,10 @@ static void ordering_tests(void)
     c2 = since();
     pthread_join(th, NULL);
     hb_memmon_debug_delays(0, 0);
-    printf("other thread's munmap done, event unread: %u callback(s) after hb_memmon_sync_local, "
-           "%u after hb_memmon_sync (waited %.0f ms)\n", c1, c2, t * 1e3);
+    printf(
+        "other thread's munmap done, event unread: %u callback(s) after hb_memmon_sync_local, "
+        "%u after hb_memmon_sync (waited %.0f ms)\n",
+        c1, c2, t * 1e3);
     CHECK_EQ_U64(c1, 0);
     CHECK(c2 >= 1);
     hb_memmon_unwatch(p, 4 * PG);
@@ -1119,9 +1189,10 @@ static void broken_fd_test(void)
         for (int i = 0; i < 200 && hb_memmon_active(); i++)
             usleep(10000);
         hb_memmon_sync_local();
-        printf("child: active=%d, %u callback(s), first [%#lx, %#lx), watch -> %d\n",
-               hb_memmon_active(), since(), (unsigned long)rec[mark_at].lo,
-               (unsigned long)rec[mark_at].hi, hb_memmon_watch(q, PG));
+        printf(
+            "child: active=%d, %u callback(s), first [%#lx, %#lx), watch -> %d\n",
+            hb_memmon_active(), since(), (unsigned long)rec[mark_at].lo,
+            (unsigned long)rec[mark_at].hi, hb_memmon_watch(q, PG));
         fflush(stdout);
         if (hb_memmon_active() || since() < 1 || rec[mark_at].lo != 0 ||
             rec[mark_at].hi != UINTPTR_MAX || hb_memmon_watch(q, PG) != -EBADF)
@@ -1130,8 +1201,9 @@ static void broken_fd_test(void)
         _exit(0);
     }
     waitpid(pid, &st, 0);
-    printf("child exit %d (0: broken monitor invalidated everything and refuses watches)\n",
-           WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    printf(
+        "child exit %d (0: broken monitor invalidated everything and refuses watches)\n",
+        WIFEXITED(st) ? WEXITSTATUS(st) : -1);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
@@ -1142,8 +1214,9 @@ static void unprivileged_test(void)
 
     printf("== unprivileged process ==\n");
     if (geteuid() != 0) {
-        printf("  NOT APPLICABLE: not root, cannot switch to uid 65534 (this run is "
-               "unprivileged already: start succeeded above)\n");
+        printf(
+            "  NOT APPLICABLE: not root, cannot switch to uid 65534 (this run is "
+            "unprivileged already: start succeeded above)\n");
         return;
     }
     fflush(stdout);
@@ -1163,12 +1236,15 @@ static void unprivileged_test(void)
             _exit(10);
         fd = (int)syscall(SYS_userfaultfd, O_CLOEXEC | O_NONBLOCK);
         e = errno;
-        printf("uid 65534, vm.unprivileged_userfaultfd=%s: userfaultfd() without "
-               "UFFD_USER_MODE_ONLY -> %s\n", sys, fd >= 0 ? "ok" : strerror(e));
+        printf(
+            "uid 65534, vm.unprivileged_userfaultfd=%s: userfaultfd() without "
+            "UFFD_USER_MODE_ONLY -> %s\n",
+            sys, fd >= 0 ? "ok" : strerror(e));
         if (fd >= 0)
             close(fd);
         r = hb_memmon_start(test_cb, &the_ctx, 0, why, sizeof why);
-        printf("uid 65534: hb_memmon_start -> %d: %s\n", r, r ? why : hb_memmon_describe());
+        printf("uid 65534: hb_memmon_start -> %d: %s\n", r,
+               r ? why : hb_memmon_describe());
         fflush(stdout);
         if (r == 0) {
             char *q = map_anon(PG);
@@ -1192,7 +1268,8 @@ static void unprivileged_test(void)
     pid = fork();
     if (pid == 0) {
         struct sock_filter code[] = {
-            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+                     offsetof(struct seccomp_data, nr)),
             BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_userfaultfd, 0, 1),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
             BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
@@ -1207,9 +1284,13 @@ static void unprivileged_test(void)
             prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
             _exit(11);
         r = hb_memmon_start(test_cb, &the_ctx, 0, why, sizeof why);
-        printf("uid 65534 + seccomp denying userfaultfd: hb_memmon_start -> %d: %s\n", r, why);
+        printf(
+            "uid 65534 + seccomp denying userfaultfd: hb_memmon_start -> %d: %s\n",
+            r, why);
         fflush(stdout);
-        _exit(r == -1 && strstr(why, "unavailable") && !hb_memmon_active() ? 0 : 12);
+        _exit(r == -1 && strstr(why, "unavailable") && !hb_memmon_active()
+                  ? 0
+                  : 12);
     }
     waitpid(pid, &st, 0);
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -1242,8 +1323,10 @@ static void no_env_test(void)
     setenv("HOTBUF_MEMMON", "none", 1);
     r = hb_memmon_start(test_cb, &the_ctx, 0, why, sizeof why);
     unsetenv("HOTBUF_MEMMON");
-    printf("HOTBUF_MEMMON=none in the environment -> %d: %s\n", r, r ? why : "ignored");
-    CHECK(r == 0 || !strstr(why, "HOTBUF_MEMMON")); /* unavailable is another matter */
+    printf("HOTBUF_MEMMON=none in the environment -> %d: %s\n", r,
+           r ? why : "ignored");
+    CHECK(r == 0 ||
+          !strstr(why, "HOTBUF_MEMMON")); /* unavailable is another matter */
     if (r == 0)
         hb_memmon_stop();
 }
@@ -1286,7 +1369,8 @@ int main(void)
     muted_start_test();
     if (hb_memmon_start(test_cb, &the_ctx, 0, why, sizeof why) != 0) {
         printf("memory monitor unavailable on this machine: %s\n", why);
-        printf("NOT APPLICABLE: every event test (the caller would fall back)\n");
+        printf(
+            "NOT APPLICABLE: every event test (the caller would fall back)\n");
         CHECK(!"memory monitor available (expected on the project's hosts)");
         return CHECK_DONE();
     }
@@ -1304,17 +1388,18 @@ int main(void)
     unprivileged_test();
     CHECK(cb_ctx_ok);
     hb_memmon_stats(&s);
-    printf("stats: unmap %llu remove %llu remap %llu fault %llu shmdt %llu shmat %llu "
-           "callbacks %llu muted %llu watch %llu (failed %llu) unwatch %llu "
-           "unregister %llu dead-skip %llu watched %llu B strict-probe-stuck %llu\n",
-           (unsigned long long)s.unmap_events, (unsigned long long)s.remove_events,
-           (unsigned long long)s.remap_events, (unsigned long long)s.fault_events,
-           (unsigned long long)s.shmdt_hooks, (unsigned long long)s.shmat_hooks,
-           (unsigned long long)s.callbacks, (unsigned long long)s.muted,
-           (unsigned long long)s.watch_calls, (unsigned long long)s.watch_failures,
-           (unsigned long long)s.unwatch_calls, (unsigned long long)s.unregisters,
-           (unsigned long long)s.dead_skips, (unsigned long long)s.watched_bytes,
-           (unsigned long long)s.strict_probe_stuck);
+    printf(
+        "stats: unmap %llu remove %llu remap %llu fault %llu shmdt %llu shmat %llu "
+        "callbacks %llu muted %llu watch %llu (failed %llu) unwatch %llu "
+        "unregister %llu dead-skip %llu watched %llu B strict-probe-stuck %llu\n",
+        (unsigned long long)s.unmap_events, (unsigned long long)s.remove_events,
+        (unsigned long long)s.remap_events, (unsigned long long)s.fault_events,
+        (unsigned long long)s.shmdt_hooks, (unsigned long long)s.shmat_hooks,
+        (unsigned long long)s.callbacks, (unsigned long long)s.muted,
+        (unsigned long long)s.watch_calls, (unsigned long long)s.watch_failures,
+        (unsigned long long)s.unwatch_calls, (unsigned long long)s.unregisters,
+        (unsigned long long)s.dead_skips, (unsigned long long)s.watched_bytes,
+        (unsigned long long)s.strict_probe_stuck);
     CHECK_EQ_U64(s.fault_events, 0);
     hb_memmon_stop();
     CHECK(!hb_memmon_active());

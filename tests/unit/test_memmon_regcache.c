@@ -129,14 +129,18 @@ static void verdict(const char *name, int muted, unsigned id1, unsigned id2,
                     unsigned regs_before, unsigned regs_after)
 {
     if (!muted) {
-        printf("%-44s monitor on:    handle #%u, then #%u (reg called again: %s)\n",
-               name, id1, id2, regs_after == regs_before + 1 ? "yes, fresh" : "NO");
+        printf(
+            "%-44s monitor on:    handle #%u, then #%u (reg called again: %s)\n",
+            name, id1, id2,
+            regs_after == regs_before + 1 ? "yes, fresh" : "NO");
         CHECK(id2 != id1);
         CHECK_EQ_U64(regs_after, regs_before + 1);
     } else {
-        printf("%-44s monitor MUTED: handle #%u, then #%u (%s)\n", name, id1, id2,
-               id2 == id1 ? "STALE registration returned, as expected without the monitor"
-                          : "fresh?!");
+        printf(
+            "%-44s monitor MUTED: handle #%u, then #%u (%s)\n", name, id1, id2,
+            id2 == id1
+                ? "STALE registration returned, as expected without the monitor"
+                : "fresh?!");
         CHECK_EQ_U64(id2, id1);
         CHECK_EQ_U64(regs_after, regs_before);
     }
@@ -161,13 +165,14 @@ static void sc_free_malloc(int muted)
     b2 = malloc(sz);
     memset(b2, 'B', sz);
     if ((uintptr_t)b2 != old) {
-        printf("free+malloc: NOT APPLICABLE: malloc returned %p, not %#lx\n", (void *)b2,
-               (unsigned long)old);
+        printf("free+malloc: NOT APPLICABLE: malloc returned %p, not %#lx\n",
+               (void *)b2, (unsigned long)old);
         CHECK((uintptr_t)b2 == old);
     } else {
         regs = reg_calls;
         id2 = lookup(rc, b2, sz);
-        verdict("free(1 MiB) + malloc(1 MiB), same address", muted, id1, id2, regs, reg_calls);
+        verdict("free(1 MiB) + malloc(1 MiB), same address", muted, id1, id2,
+                regs, reg_calls);
     }
     free(b2);
     cache_free(rc);
@@ -194,13 +199,15 @@ static void sc_heap_trim(int muted)
     b2 = malloc(sz);
     memset(b2, 'B', sz);
     if (!released || (uintptr_t)b2 != old) {
-        printf("heap trim: NOT APPLICABLE: malloc_trim released %d, malloc returned %p (was %#lx)\n",
-               released, (void *)b2, (unsigned long)old);
+        printf(
+            "heap trim: NOT APPLICABLE: malloc_trim released %d, malloc returned %p (was %#lx)\n",
+            released, (void *)b2, (unsigned long)old);
         CHECK(released && (uintptr_t)b2 == old);
     } else {
         regs = reg_calls;
         id2 = lookup(rc, b2, sz);
-        verdict("heap block + malloc_trim(0) + malloc", muted, id1, id2, regs, reg_calls);
+        verdict("heap block + malloc_trim(0) + malloc", muted, id1, id2, regs,
+                reg_calls);
     }
     free(b2);
     free(guard);
@@ -228,8 +235,10 @@ static void sc_realloc_move(int muted)
     m = mmap(base, sz + PG, PROT_READ | PROT_WRITE,
              MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if ((uintptr_t)n == old || m != base) {
-        printf("realloc move: NOT APPLICABLE: realloc %s, remap at old address %s\n",
-               (uintptr_t)n == old ? "grew in place" : "moved", m == base ? "ok" : "failed");
+        printf(
+            "realloc move: NOT APPLICABLE: realloc %s, remap at old address %s\n",
+            (uintptr_t)n == old ? "grew in place" : "moved",
+            m == base ? "ok" : "failed");
         CHECK((uintptr_t)n != old && m == base);
     } else {
         char *same = m + (old & (PG - 1)); /* == the old buffer address */
@@ -237,7 +246,8 @@ static void sc_realloc_move(int muted)
         memset(same, 'B', sz); /* new memory, same addresses */
         regs = reg_calls;
         id2 = lookup(rc, same, sz);
-        verdict("realloc(1 -> 4 MiB) moves + mmap old address", muted, id1, id2, regs, reg_calls);
+        verdict("realloc(1 -> 4 MiB) moves + mmap old address", muted, id1, id2,
+                regs, reg_calls);
     }
     if (m != MAP_FAILED)
         munmap(m, sz + PG);
@@ -295,7 +305,8 @@ static void *stress_thread(void *arg)
     return NULL;
 }
 
-static unsigned long stress(int muted, enum sync_kind sync, unsigned nthreads, unsigned iters)
+static unsigned long stress(int muted, enum sync_kind sync, unsigned nthreads,
+                            unsigned iters)
 {
     struct stress st[8];
     pthread_t th[8];
@@ -317,10 +328,13 @@ static unsigned long stress(int muted, enum sync_kind sync, unsigned nthreads, u
     clock_gettime(CLOCK_MONOTONIC, &t1);
     hb_memmon_set_muted(0);
     cache_free(rc);
-    printf("stress %u threads x %u blocks, %s, monitor %s: %lu lookups, %lu STALE (%.2f s)\n",
-           nthreads, iters, sync == SYNC_STRICT ? "hb_memmon_sync" : "hb_memmon_sync_local",
-           muted ? "MUTED" : "on", lookups, stale,
-           (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
+    printf(
+        "stress %u threads x %u blocks, %s, monitor %s: %lu lookups, %lu STALE (%.2f s)\n",
+        nthreads, iters,
+        sync == SYNC_STRICT ? "hb_memmon_sync" : "hb_memmon_sync_local",
+        muted ? "MUTED" : "on", lookups, stale,
+        (double)(t1.tv_sec - t0.tv_sec) +
+            (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9);
     CHECK_EQ_U64(lookups, 2ul * nthreads * iters);
     return stale;
 }
@@ -338,7 +352,8 @@ int main(void)
 
     if (hb_memmon_start(on_change, NULL, 0, why, sizeof why) != 0) {
         printf("memory monitor unavailable: %s\n", why);
-        printf("NOT APPLICABLE: all scenarios (hotbuf would cache only its own memory)\n");
+        printf(
+            "NOT APPLICABLE: all scenarios (hotbuf would cache only its own memory)\n");
         CHECK(!"memory monitor available (expected on the project's hosts)");
         return CHECK_DONE();
     }
@@ -358,18 +373,21 @@ int main(void)
     {
         unsigned long n = stress(0, SYNC_CHEAP, 4, 1500);
         if (n)
-            printf("  (hb_memmon_sync_local: %lu stale hit(s) from the cross-thread window that "
-                   "hb_memmon_sync closes)\n", n);
+            printf(
+                "  (hb_memmon_sync_local: %lu stale hit(s) from the cross-thread window that "
+                "hb_memmon_sync closes)\n",
+                n);
     }
     CHECK(stress(1, SYNC_STRICT, 4, 300) > 0);
 
     hb_memmon_stats(&s);
-    printf("reg %u dereg %u watch failures %u; monitor: unmap %llu remove %llu remap %llu "
-           "callbacks %llu muted %llu\n",
-           reg_calls, dereg_calls, watch_failures,
-           (unsigned long long)s.unmap_events, (unsigned long long)s.remove_events,
-           (unsigned long long)s.remap_events, (unsigned long long)s.callbacks,
-           (unsigned long long)s.muted);
+    printf(
+        "reg %u dereg %u watch failures %u; monitor: unmap %llu remove %llu remap %llu "
+        "callbacks %llu muted %llu\n",
+        reg_calls, dereg_calls, watch_failures,
+        (unsigned long long)s.unmap_events, (unsigned long long)s.remove_events,
+        (unsigned long long)s.remap_events, (unsigned long long)s.callbacks,
+        (unsigned long long)s.muted);
     CHECK_EQ_U64(reg_calls, dereg_calls);
     CHECK_EQ_U64(watch_failures, 0);
     hb_memmon_stop();

@@ -38,7 +38,8 @@ static void test_init(void)
     CHECK(hb_pool_init(&p, 8, 0, 0) == -1);
     CHECK(hb_pool_init(&p, 1, 16, 0) == 0);
     CHECK_EQ_U64(p.obj_size, sizeof(void *)); /* room for the free-list link */
-    CHECK_EQ_U64(hb_pool_memory(&p), 0);      /* nothing mapped before the first get */
+    CHECK_EQ_U64(hb_pool_memory(&p),
+                 0); /* nothing mapped before the first get */
     hb_pool_destroy(&p);
 }
 
@@ -91,7 +92,8 @@ static void test_put_reuse(void)
     CHECK(all_zero(x, sizeof(*x)) && all_zero(y, sizeof(*y)));
     CHECK_EQ_U64(p.nchunks, 1);
     size_t seen = 0;
-    CHECK(hb_pool_foreach(&p, count_one, &seen) == -1); /* puts happened: refused */
+    CHECK(hb_pool_foreach(&p, count_one, &seen) ==
+          -1); /* puts happened: refused */
     CHECK_EQ_U64(seen, 0);
     /* many get/put cycles: the pool does not grow */
     for (int i = 0; i < 1000; i++)
@@ -126,7 +128,7 @@ static void test_why(void)
     CHECK_STR(buf, "a 1; b two");
     hb_why_append(buf, sizeof(buf), "%s", "-overflowing");
     CHECK_EQ_U64(strlen(buf), sizeof(buf) - 1); /* truncated, terminated */
-    hb_why(NULL, 0, "ignored %d", 2);             /* the caller wants no reason */
+    hb_why(NULL, 0, "ignored %d", 2);           /* the caller wants no reason */
     hb_why_append(buf, 0, "ignored");
 }
 

@@ -40,15 +40,15 @@ struct mock {
     size_t nregs;
     size_t live_count, live_bytes;
     size_t reg_calls, dereg_calls;
-    size_t bad_deregs;  /* unknown, double or still-held handle */
-    size_t memlock;     /* fail with -ENOMEM beyond this; 0 = no limit */
-    int fail_err;       /* fail the next fail_count calls with this */
+    size_t bad_deregs; /* unknown, double or still-held handle */
+    size_t memlock;    /* fail with -ENOMEM beyond this; 0 = no limit */
+    int fail_err;      /* fail the next fail_count calls with this */
     int fail_count;
-    int destroying;     /* destroy may release held regions */
+    int destroying;       /* destroy may release held regions */
     size_t dereg_log[64]; /* handles in dereg order (first 64) */
     /* Memory-hook simulation. */
     struct hb_regcache *rc;
-    int reg_hook_count;     /* invalidate the range being registered */
+    int reg_hook_count;      /* invalidate the range being registered */
     uintptr_t reg_hook_addr; /* ... or this range if reg_hook_len != 0 */
     size_t reg_hook_len;
     uintptr_t dereg_hook_addr; /* invalidate this range from dereg */
@@ -146,7 +146,7 @@ static void mock_dereg(void *ctx, void *handle)
     }
 }
 
-static const struct hb_regcache_ops mock_ops = { mock_reg, mock_dereg };
+static const struct hb_regcache_ops mock_ops = {mock_reg, mock_dereg};
 
 static struct hb_regcache *make_cache(struct mock *m, size_t max_entries,
                                       size_t max_bytes)
@@ -184,8 +184,7 @@ static int acquire(struct mock *m, uintptr_t addr, size_t len,
     return 0;
 }
 
-static struct hb_region *acquire_ok(struct mock *m, uintptr_t addr,
-                                    size_t len)
+static struct hb_region *acquire_ok(struct mock *m, uintptr_t addr, size_t len)
 {
     struct hb_region *r = NULL;
 
@@ -265,8 +264,8 @@ static void test_containment_hit(void)
 
     make_cache(&m, 0, 0);
     r1 = acquire_ok(&m, a, 4 * PG);
-    r2 = acquire_ok(&m, a + PG + 10, 100);     /* inside, while held */
-    r3 = acquire_ok(&m, a + 3 * PG, PG);        /* last page exactly */
+    r2 = acquire_ok(&m, a + PG + 10, 100); /* inside, while held */
+    r3 = acquire_ok(&m, a + 3 * PG, PG);   /* last page exactly */
     CHECK(r1 == r2 && r1 == r3);
     CHECK_EQ_U64(m.reg_calls, 1);
     CHECK_EQ_U64(stats_of(&m).hits, 2);
@@ -309,7 +308,7 @@ static void test_bad_arguments(void)
     struct mock m;
     struct hb_region *r = NULL;
     struct hb_regcache *rc2 = NULL;
-    struct hb_regcache_ops no_dereg = { mock_reg, NULL };
+    struct hb_regcache_ops no_dereg = {mock_reg, NULL};
 
     make_cache(&m, 0, 0);
     CHECK(hb_regcache_get(m.rc, (void *)BASE, 0, &r) == -EINVAL);
@@ -360,17 +359,17 @@ static void test_partial_overlap_held(void)
     r2 = acquire_ok(&m, a + PG, 2 * PG);
     CHECK(r2 != r1);
     CHECK((uintptr_t)hb_region_addr(r2) == a && hb_region_len(r2) == 3 * PG);
-    CHECK_EQ_U64(m.dereg_calls, 0);             /* r1 is still in use */
+    CHECK_EQ_U64(m.dereg_calls, 0); /* r1 is still in use */
     CHECK_EQ_U64(stats_of(&m).entries, 2);
     CHECK_EQ_U64(stats_of(&m).pinned_bytes, 5 * PG);
-    r3 = acquire_ok(&m, a, PG);                 /* served by r2, not r1 */
+    r3 = acquire_ok(&m, a, PG); /* served by r2, not r1 */
     CHECK(r3 == r2);
-    release(&m, r1);                            /* retired: dereg now */
+    release(&m, r1); /* retired: dereg now */
     CHECK_EQ_U64(m.dereg_calls, 1);
     CHECK_EQ_U64(m.dereg_log[0], h1);
     release(&m, r2);
     release(&m, r3);
-    CHECK_EQ_U64(m.dereg_calls, 1);             /* r2 stays cached */
+    CHECK_EQ_U64(m.dereg_calls, 1); /* r2 stays cached */
     CHECK_EQ_U64(stats_of(&m).entries, 1);
     finish(&m);
 }
@@ -420,7 +419,7 @@ static void test_in_use_never_evicted(void)
     CHECK_EQ_U64(m.dereg_calls, 0);
     CHECK_EQ_U64(stats_of(&m).failures, 1);
     release(&m, r1);
-    r3 = acquire_ok(&m, BASE + 8 * PG, PG);     /* evicts the idle r1 */
+    r3 = acquire_ok(&m, BASE + 8 * PG, PG); /* evicts the idle r1 */
     CHECK_EQ_U64(m.dereg_calls, 1);
     CHECK_EQ_U64(m.dereg_log[0], h1);
     CHECK_EQ_U64(stats_of(&m).evictions, 1);
@@ -467,7 +466,7 @@ static void test_lru_max_bytes(void)
     CHECK_EQ_U64(stats_of(&m).pinned_bytes, 4 * PG);
     cache_idle(&m, BASE + 4 * PG, PG); /* touch B: order A, C, B */
     hd = cache_idle(&m, BASE + 8 * PG, PG);
-    CHECK_EQ_U64(m.dereg_log[0], ha);  /* oldest goes first */
+    CHECK_EQ_U64(m.dereg_log[0], ha); /* oldest goes first */
     CHECK_EQ_U64(stats_of(&m).pinned_bytes, 3 * PG);
     cache_idle(&m, BASE + 10 * PG, 2 * PG); /* order C, B, D: C goes */
     CHECK_EQ_U64(m.dereg_calls, 2);
@@ -982,8 +981,8 @@ struct shared {
     struct mock m;
     atomic_ulong done_start[SPACE_PAGES]; /* clock of last finished inval */
     atomic_int stop;
-    atomic_int started; /* the invalidator is running */
-    atomic_ulong ops;   /* worker operations so far */
+    atomic_int started;  /* the invalidator is running */
+    atomic_ulong ops;    /* worker operations so far */
     atomic_ulong pushes; /* invalidations so far; the two pace each other */
     atomic_int violations;
 };
@@ -1018,7 +1017,7 @@ static void *worker(void *arg)
 {
     struct worker_arg *wa = arg;
     struct shared *sh = wa->sh;
-    struct hb_region *held[4] = { NULL };
+    struct hb_region *held[4] = {NULL};
     uint64_t snap[SPACE_PAGES];
     int i, p;
 
@@ -1113,7 +1112,8 @@ static void test_threads(void)
     CHECK_EQ_U64(s.pinned_bytes, sh.m.live_bytes);
     CHECK_EQ_U64(s.entries, sh.m.live_count);
     CHECK(s.invalidations > 0 && s.hits > 0 && s.misses > 0);
-    fprintf(stderr, "  threads: %llu hits, %llu misses, %llu failures, "
+    fprintf(stderr,
+            "  threads: %llu hits, %llu misses, %llu failures, "
             "%llu invalidate calls (%llu overflowed), %llu invalidations\n",
             (unsigned long long)s.hits, (unsigned long long)s.misses,
             (unsigned long long)s.failures,

@@ -108,8 +108,7 @@ static void check_queries(struct hb_itree *t, struct model *m, uintptr_t s,
     CHECK(log.ordered);
     for (i = 0; i < NODES; i++)
         if (log.seen[i] > 1 || (log.seen[i] && !m->in_tree[i]) ||
-            (log.seen[i] == 0 && m->in_tree[i] &&
-             overlaps(&m->nodes[i], s, e)))
+            (log.seen[i] == 0 && m->in_tree[i] && overlaps(&m->nodes[i], s, e)))
             ok = 0;
     CHECK(ok);
 }
@@ -160,8 +159,8 @@ static void test_itree_random(void)
 static void test_itree_empty_and_edges(void)
 {
     struct hb_itree t;
-    struct hb_itree_node a = { .start = 100, .end = 200 };
-    struct hb_itree_node b = { .start = 200, .end = 300 };
+    struct hb_itree_node a = {.start = 100, .end = 200};
+    struct hb_itree_node b = {.start = 200, .end = 300};
 
     hb_itree_init(&t);
     CHECK(hb_itree_find_covering(&t, 0, 1) == NULL);
@@ -244,13 +243,13 @@ static void test_invalq_basic(void)
 
     memset(&d, 0, sizeof(d));
     hb_invalq_init(&q);
-    hb_invalq_push(&q, 1500, 1600);                 /* nothing covered yet */
+    hb_invalq_push(&q, 1500, 1600); /* nothing covered yet */
     CHECK_EQ_U64(atomic_load(&q.stat_filtered), 1);
     hb_invalq_cover(&q, 1000, 2000);
     hb_invalq_push(&q, 1500, 1600);
-    hb_invalq_push(&q, 2000, 3000);                 /* touches, no overlap */
+    hb_invalq_push(&q, 2000, 3000); /* touches, no overlap */
     hb_invalq_push(&q, 10, 1001);
-    hb_invalq_push(&q, 7, 7);                       /* empty */
+    hb_invalq_push(&q, 7, 7); /* empty */
     CHECK_EQ_U64(hb_invalq_drain(&q, record, &d), 2);
     CHECK_EQ_U64(d.n, 2);
     CHECK(d.start[0] + d.start[1] == 1500 + 10);
@@ -311,7 +310,7 @@ static void test_invalq_stalled_producer(void)
     hb_invalq_init(&q);
     hb_invalq_cover(&q, 0, 10000);
     atomic_store(&q.slots[0].state, 1); /* claimed, never published */
-    atomic_fetch_add(&q.pending, 1);     /* as that producer did */
+    atomic_fetch_add(&q.pending, 1);    /* as that producer did */
     for (i = 0; i < 3; i++)
         hb_invalq_push(&q, 100 + (uintptr_t)i, 101 + (uintptr_t)i);
     CHECK_EQ_U64(hb_invalq_drain(&q, record, &d), 3);

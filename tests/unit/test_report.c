@@ -19,8 +19,8 @@
 #include "track/tracker.h"
 
 /* The sections as the library lays them out, and one rank's record. */
-static const struct hb_report_section *const sections[] = {&hb_rdma_section, &hb_rma_section,
-                                                           &hb_ag_section};
+static const struct hb_report_section *const sections[] = {
+    &hb_rdma_section, &hb_rma_section, &hb_ag_section};
 static const struct hb_report_layout layout = {sections, 3};
 static const struct hb_report_layout no_sections = {NULL, 0};
 
@@ -137,8 +137,14 @@ static int json_value(struct json *j)
         return 0;
     int ok;
     switch (*j->p) {
-    case '{': j->p++; ok = json_members(j, '}'); break;
-    case '[': j->p++; ok = json_members(j, ']'); break;
+    case '{':
+        j->p++;
+        ok = json_members(j, '}');
+        break;
+    case '[':
+        j->p++;
+        ok = json_members(j, ']');
+        break;
     case '"': ok = json_string_ok(j); break;
     case 't': ok = !strncmp(j->p, "true", 4) && (j->p += 4); break;
     case 'f': ok = !strncmp(j->p, "false", 5) && (j->p += 5); break;
@@ -161,7 +167,8 @@ static int json_valid(const char *text)
 
 static void test_json_validator(void)
 {
-    CHECK(json_valid("{\"a\": [1, -2.5e3, true, false, null, \"x\\\"\\\\\\u00e9\"], \"b\": {}}"));
+    CHECK(json_valid(
+        "{\"a\": [1, -2.5e3, true, false, null, \"x\\\"\\\\\\u00e9\"], \"b\": {}}"));
     CHECK(json_valid(" [] \n"));
     CHECK(!json_valid("{\"a\": }"));
     CHECK(!json_valid("[1, ]"));
@@ -181,17 +188,25 @@ static void test_json_validator(void)
 
 /* ---- shared set-up --------------------------------------------------------------- */
 
-
-static const char *empty_env(const char *name) { (void)name; return NULL; }
+static const char *empty_env(const char *name)
+{
+    (void)name;
+    return NULL;
+}
 static const char *bits18_env(const char *name)
 {
     return !strcmp(name, "HOTBUF_HASH_BITS") ? "18" : NULL;
 }
-static void no_warn(const char *line, void *ctx) { (void)line; (void)ctx; }
+static void no_warn(const char *line, void *ctx)
+{
+    (void)line;
+    (void)ctx;
+}
 
 static struct hb_config cfg;
 static struct hb_costmodel cm;
-static struct hb_threshold_params tp = {.speculative = 0.25, .min_size = 128, .eager_limit = 8192};
+static struct hb_threshold_params tp = {
+    .speculative = 0.25, .min_size = 128, .eager_limit = 8192};
 static uint32_t thr[HB_SIZE_CLASSES];
 
 static struct hb_report_context context(void)
@@ -212,9 +227,11 @@ static struct hb_report_context context(void)
     return ctx;
 }
 
-typedef void (*render_fn)(FILE *, const struct hb_report *, const struct hb_report_context *);
+typedef void (*render_fn)(FILE *, const struct hb_report *,
+                          const struct hb_report_context *);
 
-static char *render(render_fn fn, const struct hb_report *r, const struct hb_report_context *ctx)
+static char *render(render_fn fn, const struct hb_report *r,
+                    const struct hb_report_context *ctx)
 {
     char *buf = NULL;
     size_t len = 0;
@@ -227,11 +244,13 @@ static char *render(render_fn fn, const struct hb_report *r, const struct hb_rep
 }
 
 /* The line of text starting with prefix, copied into line (or ""). */
-static const char *line_of(const char *text, const char *prefix, char *line, size_t len)
+static const char *line_of(const char *text, const char *prefix, char *line,
+                           size_t len)
 {
     size_t n = strlen(prefix);
     line[0] = 0;
-    for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    for (const char *p = text; p && *p;
+         p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
         if (!strncmp(p, prefix, n)) {
             const char *end = strchr(p, '\n');
             size_t l = end ? (size_t)(end - p) : strlen(p);
@@ -253,19 +272,33 @@ static int has(const char *text, const char *s, int line)
 /* ---- rank summary from a tracker ---------------------------------------------------- */
 
 /* Real code addresses, so the symbolizer has names to find. */
-__attribute__((noinline, used)) static void site_fn_a(void) { __asm__ volatile(""); }
-__attribute__((noinline, used)) static void site_fn_b(void) { __asm__ volatile(""); }
-__attribute__((noinline, used)) static void site_fn_c(void) { __asm__ volatile(""); }
+__attribute__((noinline, used)) static void site_fn_a(void)
+{
+    __asm__ volatile("");
+}
+__attribute__((noinline, used)) static void site_fn_b(void)
+{
+    __asm__ volatile("");
+}
+__attribute__((noinline, used)) static void site_fn_c(void)
+{
+    __asm__ volatile("");
+}
 #define RET(fn) ((void *)((uintptr_t)(fn) + 1))
 #define BUF_A ((char *)0x7f0000100000)
 #define SMALL ((char *)0x7f0000200000)
 
 static void fill_tracker(struct hb_tracker *t)
 {
-    struct hb_table_params p = {.bits = 16, .max_entries = 1 << 20, .adapt = 1,
-                                .adapt_hot_pct = 20, .adapt_chain = 3};
-    struct hb_threshold_params fixed = {.speculative = 0.25, .min_size = 128,
-                                        .eager_limit = 8192, .fixed = 100};
+    struct hb_table_params p = {.bits = 16,
+                                .max_entries = 1 << 20,
+                                .adapt = 1,
+                                .adapt_hot_pct = 20,
+                                .adapt_chain = 3};
+    struct hb_threshold_params fixed = {.speculative = 0.25,
+                                        .min_size = 128,
+                                        .eager_limit = 8192,
+                                        .fixed = 100};
     struct hb_costmodel m = model();
     CHECK(hb_tracker_init(t, &p, 1, 64, &fixed, &m) == 0);
     uint16_t sa = hb_tracker_site(t, HB_OP_SEND, RET(site_fn_a));
@@ -327,14 +360,17 @@ static void test_local(void)
     /* site summaries: busiest first, symbolized, top buffers by uses */
     CHECK_EQ_U64(rs.nsites, 3);
     if (rs.nsites == 3 && sites) {
-        const struct hb_site_summary *a = &sites[0], *b = &sites[1], *s3 = &sites[2];
+        const struct hb_site_summary *a = &sites[0], *b = &sites[1],
+                                     *s3 = &sites[2];
         if (!strstr(a->name, "site_fn_a") || !strstr(b->name, "site_fn_b") ||
             !strstr(s3->name, "site_fn_c"))
-            fprintf(stderr, "site names: \"%s\", \"%s\", \"%s\"\n", a->name, b->name, s3->name);
+            fprintf(stderr, "site names: \"%s\", \"%s\", \"%s\"\n", a->name,
+                    b->name, s3->name);
         CHECK(strstr(a->name, "site_fn_a") != NULL);
         CHECK(strstr(b->name, "site_fn_b") != NULL);
         CHECK(strstr(s3->name, "site_fn_c") != NULL);
-        CHECK(a->op == HB_OP_SEND && b->op == HB_OP_SEND && s3->op == HB_OP_PUT);
+        CHECK(a->op == HB_OP_SEND && b->op == HB_OP_SEND &&
+              s3->op == HB_OP_PUT);
         CHECK(a->ranks == 1 && b->ranks == 1 && s3->ranks == 1);
         CHECK_EQ_U64(a->calls, 1000);
         CHECK_EQ_U64(a->bytes, 1000 * 1024);
@@ -346,8 +382,8 @@ static void test_local(void)
         CHECK(close_to(a->saving_ns, 901 * 100.0 - 10250.0));
         CHECK_EQ_U64(a->ntop, 1);
         CHECK(a->top[0].addr == (uintptr_t)BUF_A && a->top[0].size == 1024 &&
-              a->top[0].uses == 1000 && a->top[0].hot_uses == 901 && a->top[0].hot == 1 &&
-              a->top[0].rank == 2);
+              a->top[0].uses == 1000 && a->top[0].hot_uses == 901 &&
+              a->top[0].hot == 1 && a->top[0].rank == 2);
         CHECK_EQ_U64(b->calls, 500);
         CHECK_EQ_U64(b->buffers, 500);
         CHECK_EQ_U64(b->hot_buffers, 0);
@@ -381,7 +417,9 @@ static void test_local(void)
     struct hb_report_context ctx = context();
     char *json = render(hb_report_render_json, &r, &ctx);
     CHECK(json_valid(json));
-    CHECK(HAS(json, "\"calls\": 1500, \"bytes\": 1152000, \"buffers\": 501, \"reuse_calls\": 999"));
+    CHECK(HAS(
+        json,
+        "\"calls\": 1500, \"bytes\": 1152000, \"buffers\": 501, \"reuse_calls\": 999"));
     CHECK(HAS(json, "site_fn_a"));
     free(json);
     hb_report_free(&r);
@@ -395,18 +433,25 @@ static void test_local_sizes(void)
 {
     struct hb_tracker t;
     struct hb_table_params p = {.bits = 12, .max_entries = 1000};
-    struct hb_threshold_params fixed = {.speculative = 0.25, .min_size = 128,
-                                        .eager_limit = 8192, .fixed = 100};
+    struct hb_threshold_params fixed = {.speculative = 0.25,
+                                        .min_size = 128,
+                                        .eager_limit = 8192,
+                                        .fixed = 100};
     struct hb_costmodel m = model();
     CHECK(hb_tracker_init(&t, &p, 1, 64, &fixed, &m) == 0);
     /* size x uses: 32 x1, 64 x2, 512 x6, 2048 x(2+1) on two buffers, 4096 x4 */
-    static const struct { uintptr_t addr; uint64_t size; int uses; } bufs[] = {
-        {0x10000, 32, 1}, {0x20000, 64, 2}, {0x30000, 512, 6}, {0x40000, 2048, 2},
-        {0x50000, 2048, 1}, {0x60000, 4096, 4},
+    static const struct {
+        uintptr_t addr;
+        uint64_t size;
+        int uses;
+    } bufs[] = {
+        {0x10000, 32, 1},   {0x20000, 64, 2},   {0x30000, 512, 6},
+        {0x40000, 2048, 2}, {0x50000, 2048, 1}, {0x60000, 4096, 4},
     };
     for (size_t i = 0; i < sizeof(bufs) / sizeof(bufs[0]); i++)
         for (int k = 0; k < bufs[i].uses; k++) {
-            struct hb_use u = {(void *)bufs[i].addr, bufs[i].size, bufs[i].size};
+            struct hb_use u = {(void *)bufs[i].addr, bufs[i].size,
+                               bufs[i].size};
             hb_tracker_record(&t, HB_OP_GET, &u, HB_SITE_OTHER);
         }
     struct hb_rank_summary rs;
@@ -426,7 +471,8 @@ static void test_local_sizes(void)
     /* calls without a site are listed as <other call sites> */
     CHECK_EQ_U64(rs.nsites, 1);
     if (rs.nsites == 1 && sites)
-        CHECK(!strcmp(sites[0].name, "<other call sites>") && sites[0].calls == 16);
+        CHECK(!strcmp(sites[0].name, "<other call sites>") &&
+              sites[0].calls == 16);
     free(sites);
     hb_tracker_destroy(&t);
 }
@@ -437,19 +483,25 @@ static void test_local_sizes(void)
  * saving (hot calls at their own size, R once) and the top buffer's size
  * (its largest) must follow the calls, not the buffers' last sizes. */
 #define NP_SIZES 82
-static uint64_t np_size(int i) { return 100 + 37 * (uint64_t)i; } /* 100 B .. 3.1 KiB */
+static uint64_t np_size(int i)
+{
+    return 100 + 37 * (uint64_t)i;
+} /* 100 B .. 3.1 KiB */
 
 static void fill_sizes(struct hb_tracker *t)
 {
     struct hb_table_params p = {.bits = 12, .max_entries = 1000};
-    struct hb_threshold_params fixed = {.speculative = 0.25, .min_size = 128,
-                                        .eager_limit = 8192, .fixed = 100};
+    struct hb_threshold_params fixed = {.speculative = 0.25,
+                                        .min_size = 128,
+                                        .eager_limit = 8192,
+                                        .fixed = 100};
     struct hb_costmodel m = model();
     CHECK(hb_tracker_init(t, &p, 1, 64, &fixed, &m) == 0);
     uint16_t sa = hb_tracker_site(t, HB_OP_SEND, RET(site_fn_a));
     uint16_t sb = hb_tracker_site(t, HB_OP_SEND, RET(site_fn_b));
     for (int i = 0; i < 1600; i++) {
-        struct hb_use u = {BUF_A, i < 600 ? 1024 : 32768, i < 600 ? 1024 : 32768};
+        struct hb_use u = {BUF_A, i < 600 ? 1024 : 32768,
+                           i < 600 ? 1024 : 32768};
         hb_tracker_record(t, HB_OP_SEND, &u, sa);
     }
     for (int i = 0; i < NP_SIZES; i++)
@@ -491,7 +543,8 @@ static void test_local_sizes_per_call(void)
     CHECK(hb_report_local(&t, &m, 1, 10, 3, &rs, &sites) == 0);
     const struct hb_class_summary *c = &rs.cls[HB_OP_SEND];
     CHECK_EQ_U64(c->calls, 1600 + NP_SIZES * (NP_SIZES + 1) / 2);
-    static const uint64_t want_size[HB_TOP_SIZES] = {32768, 1024, 100 + 37 * 81, 100 + 37 * 80};
+    static const uint64_t want_size[HB_TOP_SIZES] = {32768, 1024, 100 + 37 * 81,
+                                                     100 + 37 * 80};
     static const uint64_t want_calls[HB_TOP_SIZES] = {1000, 600, 82, 81};
     for (int k = 0; k < HB_TOP_SIZES; k++) {
         CHECK_EQ_U64(c->top_size[k], want_size[k]);
@@ -509,8 +562,9 @@ static void test_local_sizes_per_call(void)
         CHECK_EQ_U64(a->calls, 1600);
         CHECK_EQ_U64(a->hot_calls, 501);
         CHECK(close_to(a->saving_ns, want_a));
-        CHECK(a->ntop == 1 && a->top[0].size == 32768 && a->top[0].uses == 1600 &&
-              a->top[0].hot_uses == 501 && a->top[0].hot);
+        CHECK(a->ntop == 1 && a->top[0].size == 32768 &&
+              a->top[0].uses == 1600 && a->top[0].hot_uses == 501 &&
+              a->top[0].hot);
         CHECK(b->ntop == 1 && b->top[0].size == np_size(NP_SIZES - 1));
         CHECK(close_to(b->saving_ns, np_saving()));
     }
@@ -526,14 +580,18 @@ static void test_local_sizes_per_call(void)
     CHECK_EQ_U64(cr->sum.top_size_calls[1], 1200);
     struct hb_report_context ctx = context();
     char *json = render(hb_report_render_json, &r, &ctx);
-    CHECK(HAS(json, "\"top_sizes\": [{\"size\": 32768, \"calls\": 2000}, "
-                    "{\"size\": 1024, \"calls\": 1200}, {\"size\": 3097, \"calls\": 164}, "
-                    "{\"size\": 3060, \"calls\": 162}], \"distinct_sizes\": 84, "
-                    "\"other_size_calls\": 0"));
+    CHECK(HAS(
+        json,
+        "\"top_sizes\": [{\"size\": 32768, \"calls\": 2000}, "
+        "{\"size\": 1024, \"calls\": 1200}, {\"size\": 3097, \"calls\": 164}, "
+        "{\"size\": 3060, \"calls\": 162}], \"distinct_sizes\": 84, "
+        "\"other_size_calls\": 0"));
     free(json);
     char *text = render(hb_report_render_text, &r, &ctx);
-    CHECK(HAS(text, "send sizes (84 distinct): 32 KiB x2000, 1 KiB x1200, 3097 B x164, "
-                    "3060 B x162\n"));
+    CHECK(
+        HAS(text,
+            "send sizes (84 distinct): 32 KiB x2000, 1 KiB x1200, 3097 B x164, "
+            "3060 B x162\n"));
     free(text);
     hb_report_free(&r);
     free(sites);
@@ -542,7 +600,8 @@ static void test_local_sizes_per_call(void)
 
 /* ---- merging three synthetic ranks ------------------------------------------------- */
 
-static void set_top(struct hb_class_summary *c, int n, const uint64_t *size, const uint64_t *calls)
+static void set_top(struct hb_class_summary *c, int n, const uint64_t *size,
+                    const uint64_t *calls)
 {
     for (int k = 0; k < n; k++) {
         c->top_size[k] = size[k];
@@ -550,8 +609,9 @@ static void set_top(struct hb_class_summary *c, int n, const uint64_t *size, con
     }
 }
 
-static struct hb_site_summary site(const char *name, unsigned op, uint64_t calls,
-                                   uint64_t max_reuse, int rank, int ntop, const uint64_t *uses)
+static struct hb_site_summary site(const char *name, unsigned op,
+                                   uint64_t calls, uint64_t max_reuse, int rank,
+                                   int ntop, const uint64_t *uses)
 {
     struct hb_site_summary s;
     memset(&s, 0, sizeof(s));
@@ -568,9 +628,13 @@ static struct hb_site_summary site(const char *name, unsigned op, uint64_t calls
     s.saving_ns = 1000.0 * (rank + 1);
     s.ntop = (uint32_t)ntop;
     for (int k = 0; k < ntop; k++)
-        s.top[k] = (struct hb_site_buffer){.addr = 0xa0 + 0x10 * (uint64_t)rank + (uint64_t)k,
-                                           .size = 1024, .uses = uses[k], .hot_uses = uses[k] / 2,
-                                           .rank = rank, .hot = uses[k] >= 50};
+        s.top[k] = (struct hb_site_buffer){
+            .addr = 0xa0 + 0x10 * (uint64_t)rank + (uint64_t)k,
+            .size = 1024,
+            .uses = uses[k],
+            .hot_uses = uses[k] / 2,
+            .rank = rank,
+            .hot = uses[k] >= 50};
     return s;
 }
 
@@ -588,50 +652,80 @@ static void synthetic(struct synthetic *y)
     struct hb_class_summary *c;
 
     c = &y->rk[0].h.cls[HB_OP_SEND];
-    *c = (struct hb_class_summary){.calls = 100, .bytes = 100000, .reuse_calls = 60,
-                                   .hot_calls = 20, .untracked_calls = 1, .zero_calls = 5,
-                                   .proc_null_calls = 5, .buffers = 30, .hot_buffers = 2,
-                                   .max_reuse = 50, .saving_ns = 1000, .lookup_ns = 1800};
+    *c = (struct hb_class_summary){.calls = 100,
+                                   .bytes = 100000,
+                                   .reuse_calls = 60,
+                                   .hot_calls = 20,
+                                   .untracked_calls = 1,
+                                   .zero_calls = 5,
+                                   .proc_null_calls = 5,
+                                   .buffers = 30,
+                                   .hot_buffers = 2,
+                                   .max_reuse = 50,
+                                   .saving_ns = 1000,
+                                   .lookup_ns = 1800};
     set_top(c, 4, (uint64_t[]){1024, 64, 8, 4}, (uint64_t[]){67, 20, 2, 1});
     c = &y->rk[1].h.cls[HB_OP_SEND];
-    *c = (struct hb_class_summary){.calls = 200, .bytes = 300000, .reuse_calls = 150,
-                                   .hot_calls = 100, .proc_null_calls = 10, .buffers = 40,
-                                   .hot_buffers = 3, .max_reuse = 120, .saving_ns = 5000,
+    *c = (struct hb_class_summary){.calls = 200,
+                                   .bytes = 300000,
+                                   .reuse_calls = 150,
+                                   .hot_calls = 100,
+                                   .proc_null_calls = 10,
+                                   .buffers = 40,
+                                   .hot_buffers = 3,
+                                   .max_reuse = 120,
+                                   .saving_ns = 5000,
                                    .lookup_ns = 3800};
     set_top(c, 2, (uint64_t[]){256, 1024}, (uint64_t[]){150, 40});
     c = &y->rk[2].h.cls[HB_OP_SEND];
-    *c = (struct hb_class_summary){.calls = 80, .bytes = 5000, .reuse_calls = 20,
-                                   .untracked_calls = 4, .zero_calls = 2, .buffers = 25,
-                                   .max_reuse = 10, .lookup_ns = 1560};
+    *c = (struct hb_class_summary){.calls = 80,
+                                   .bytes = 5000,
+                                   .reuse_calls = 20,
+                                   .untracked_calls = 4,
+                                   .zero_calls = 2,
+                                   .buffers = 25,
+                                   .max_reuse = 10,
+                                   .lookup_ns = 1560};
     set_top(c, 4, (uint64_t[]){64, 1024, 32, 16}, (uint64_t[]){40, 10, 5, 3});
     c->distinct_sizes = HB_SIZES_EXACT; /* its size table overflowed */
     c->other_size_calls = 9;
     y->rk[0].h.cls[HB_OP_SEND].distinct_sizes = 4;
     y->rk[1].h.cls[HB_OP_SEND].distinct_sizes = 2;
     c = &y->rk[1].h.cls[HB_OP_PUT];
-    *c = (struct hb_class_summary){.calls = 7, .bytes = 14336, .reuse_calls = 3, .buffers = 4,
-                                   .max_reuse = 4, .lookup_ns = 140};
+    *c = (struct hb_class_summary){.calls = 7,
+                                   .bytes = 14336,
+                                   .reuse_calls = 3,
+                                   .buffers = 4,
+                                   .max_reuse = 4,
+                                   .lookup_ns = 140};
     set_top(c, 1, (uint64_t[]){2048}, (uint64_t[]){7});
 
-    y->rk[0].h.table_entries = 30, y->rk[0].h.table_hot = 2, y->rk[0].h.table_memory = 1000000;
+    y->rk[0].h.table_entries = 30, y->rk[0].h.table_hot = 2,
+    y->rk[0].h.table_memory = 1000000;
     y->rk[0].h.max_chain = 2, y->rk[0].h.sites = 5;
-    y->rk[1].h.table_entries = 44, y->rk[1].h.table_hot = 3, y->rk[1].h.table_memory = 2000000;
-    y->rk[1].h.max_chain = 4, y->rk[1].h.sites = 7, y->rk[1].h.site_overflow_calls = 11;
+    y->rk[1].h.table_entries = 44, y->rk[1].h.table_hot = 3,
+    y->rk[1].h.table_memory = 2000000;
+    y->rk[1].h.max_chain = 4, y->rk[1].h.sites = 7,
+    y->rk[1].h.site_overflow_calls = 11;
     y->rk[1].h.stopped = HB_STOP_FULL, y->rk[1].h.stopped_after_entries = 16;
     y->rk[1].h.stopped_after_calls = 500;
-    y->rk[2].h.table_entries = 25, y->rk[2].h.table_memory = 1500000, y->rk[2].h.max_chain = 3;
+    y->rk[2].h.table_entries = 25, y->rk[2].h.table_memory = 1500000,
+    y->rk[2].h.max_chain = 3;
     y->rk[2].h.sites = 2;
     y->rk[2].h.stopped = HB_STOP_ADAPTED, y->rk[2].h.stopped_after_entries = 40;
     y->rk[2].h.stopped_after_calls = 300;
 
     /* "main (a.c:10)" as a send on every rank and as a put on rank 0 */
-    y->s0[0] = site("main (a.c:10)", HB_OP_SEND, 80, 50, 0, 3, (uint64_t[]){50, 20, 5});
+    y->s0[0] = site("main (a.c:10)", HB_OP_SEND, 80, 50, 0, 3,
+                    (uint64_t[]){50, 20, 5});
     y->s0[1] = site("main (a.c:10)", HB_OP_PUT, 3, 2, 0, 0, NULL);
     y->s0[2] = site(QUOTE_NAME, HB_OP_SEND, 1, 1, 0, 0, NULL);
-    y->s1[0] = site("main (a.c:10)", HB_OP_SEND, 150, 120, 1, 2, (uint64_t[]){120, 30});
+    y->s1[0] = site("main (a.c:10)", HB_OP_SEND, 150, 120, 1, 2,
+                    (uint64_t[]){120, 30});
     y->s1[1] = site("loop (b.c:5)", HB_OP_SEND, 40, 7, 1, 0, NULL);
     y->s2[0] = site("loop (b.c:5)", HB_OP_SEND, 2, 2, 2, 0, NULL);
-    y->s2[1] = site("main (a.c:10)", HB_OP_SEND, 40, 10, 2, 1, (uint64_t[]){10});
+    y->s2[1] =
+        site("main (a.c:10)", HB_OP_SEND, 40, 10, 2, 1, (uint64_t[]){10});
     y->rk[0].h.nsites = 3, y->rk[1].h.nsites = 2, y->rk[2].h.nsites = 2;
     /* one-sided: rank 1's puts partly rerouted, a shared window, a failed peer */
     y->rk[1].h.cls[HB_OP_PUT].rerouted_calls = 5;
@@ -640,14 +734,21 @@ static void synthetic(struct synthetic *y)
     y->rk[0].rma.ops_rdma = 5, y->rk[0].rma.bytes_rdma = 10240;
     y->rk[0].rma.ops_pmpi[HB_RMA_CONNECTING] = 2;
     y->rk[1].rma.windows = 2, y->rk[1].rma.windows_rdma = 1;
-    y->rk[1].rma.windows_pmpi[HB_WIN_SHARED] = 1, y->rk[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
-    y->rk[2].rdma.s.up = 1, y->rk[2].rdma.s.peers_failed = 1, y->rk[2].rdma.nfailed = 1;
-    y->rk[2].rdma.failed[0] = (struct hb_failed_peer){2, 0, "no answer to the connection request"};
+    y->rk[1].rma.windows_pmpi[HB_WIN_SHARED] = 1,
+    y->rk[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
+    y->rk[2].rdma.s.up = 1, y->rk[2].rdma.s.peers_failed = 1,
+    y->rk[2].rdma.nfailed = 1;
+    y->rk[2].rdma.failed[0] =
+        (struct hb_failed_peer){2, 0, "no answer to the connection request"};
     /* allgather: two ranks' communicators served, one on PMPI */
-    y->rk[0].ag.comms = 2, y->rk[0].ag.comms_rdma = 1, y->rk[0].ag.comms_pmpi[HB_AGC_NO_RDMA] = 1;
-    y->rk[0].ag.calls_rdma = 3, y->rk[0].ag.bytes_rdma = 3000, y->rk[0].ag.algos[HB_AG_RING_COPY] = 3;
-    y->rk[1].ag.comms = 1, y->rk[1].ag.comms_rdma = 1, y->rk[1].ag.calls_rdma = 4;
-    y->rk[1].ag.algos[HB_AG_RD_ZCOPY] = 4, y->rk[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
+    y->rk[0].ag.comms = 2, y->rk[0].ag.comms_rdma = 1,
+    y->rk[0].ag.comms_pmpi[HB_AGC_NO_RDMA] = 1;
+    y->rk[0].ag.calls_rdma = 3, y->rk[0].ag.bytes_rdma = 3000,
+    y->rk[0].ag.algos[HB_AG_RING_COPY] = 3;
+    y->rk[1].ag.comms = 1, y->rk[1].ag.comms_rdma = 1,
+    y->rk[1].ag.calls_rdma = 4;
+    y->rk[1].ag.algos[HB_AG_RD_ZCOPY] = 4,
+    y->rk[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
     y->sites[0] = y->s0, y->sites[1] = y->s1, y->sites[2] = y->s2;
 }
 
@@ -694,11 +795,14 @@ static void test_merge(void)
     const struct hb_class_report *p = &r.cls[HB_OP_PUT];
     CHECK_EQ_U64(p->ranks, 1); /* ranks without calls do not count */
     CHECK_EQ_U64(p->sum.calls, 7);
-    CHECK(p->max_reuse_min == 4 && p->max_reuse_max == 4 && close_to(p->max_reuse_avg, 4));
-    CHECK(p->freq_size_min == 2048 && p->freq_size_max == 2048 && close_to(p->freq_size_avg, 2048));
+    CHECK(p->max_reuse_min == 4 && p->max_reuse_max == 4 &&
+          close_to(p->max_reuse_avg, 4));
+    CHECK(p->freq_size_min == 2048 && p->freq_size_max == 2048 &&
+          close_to(p->freq_size_avg, 2048));
     CHECK(p->sum.top_size[0] == 2048 && p->sum.top_size_calls[0] == 7);
     const struct hb_class_report *g = &r.cls[HB_OP_GET];
-    CHECK(g->ranks == 0 && g->sum.calls == 0 && g->max_reuse_max == 0 && g->max_reuse_avg == 0);
+    CHECK(g->ranks == 0 && g->sum.calls == 0 && g->max_reuse_max == 0 &&
+          g->max_reuse_avg == 0);
 
     CHECK_EQ_U64(r.entries_total, 99);
     CHECK_EQ_U64(r.entries_max, 44);
@@ -719,8 +823,8 @@ static void test_merge(void)
     /* sites: same (op, name) merged, sorted by calls */
     CHECK_EQ_U64(r.nsites, 4);
     if (r.nsites == 4) {
-        const struct hb_site_summary *m = &r.sites[0], *l = &r.sites[1], *mp = &r.sites[2],
-                                     *q = &r.sites[3];
+        const struct hb_site_summary *m = &r.sites[0], *l = &r.sites[1],
+                                     *mp = &r.sites[2], *q = &r.sites[3];
         CHECK(!strcmp(m->name, "main (a.c:10)") && m->op == HB_OP_SEND);
         CHECK_EQ_U64(m->ranks, 3);
         CHECK_EQ_U64(m->calls, 270);
@@ -733,9 +837,12 @@ static void test_merge(void)
         CHECK(close_to(m->saving_ns, 1000 + 2000 + 3000));
         /* top buffers of all ranks by uses, capped at 3: 120 (rank 1), 50 (0), 30 (1) */
         CHECK_EQ_U64(m->ntop, 3);
-        CHECK(m->top[0].uses == 120 && m->top[0].rank == 1 && m->top[0].addr == 0xb0);
-        CHECK(m->top[1].uses == 50 && m->top[1].rank == 0 && m->top[1].addr == 0xa0);
-        CHECK(m->top[2].uses == 30 && m->top[2].rank == 1 && m->top[2].addr == 0xb1);
+        CHECK(m->top[0].uses == 120 && m->top[0].rank == 1 &&
+              m->top[0].addr == 0xb0);
+        CHECK(m->top[1].uses == 50 && m->top[1].rank == 0 &&
+              m->top[1].addr == 0xa0);
+        CHECK(m->top[2].uses == 30 && m->top[2].rank == 1 &&
+              m->top[2].addr == 0xb1);
         CHECK(!strcmp(l->name, "loop (b.c:5)") && l->op == HB_OP_SEND);
         CHECK(l->ranks == 2 && l->calls == 42 && l->max_reuse == 7);
         /* same name, other class: its own site */
@@ -750,56 +857,80 @@ static void test_merge(void)
     struct hb_report_context ctx = context();
     char *text = render(hb_report_render_text, &r, &ctx);
     char line[1024];
-    CHECK(HAS(text, "==== hotbuf buffer-reuse report: 3 rank(s), Test \"MPI\" 4.1, thread level "
-                    "MPI_THREAD_SINGLE ===="));
+    CHECK(HAS(
+        text,
+        "==== hotbuf buffer-reuse report: 3 rank(s), Test \"MPI\" 4.1, thread level "
+        "MPI_THREAD_SINGLE ===="));
     line_of(text, "send ", line, sizeof(line));
     CHECK(HAS(line, " 380 "));
-    CHECK(HAS(line, " 396 KiB "));     /* 405000 B */
+    CHECK(HAS(line, " 396 KiB ")); /* 405000 B */
     CHECK(HAS(line, " 95 "));
-    CHECK(HAS(line, " 64.2%"));        /* 230 / 358 */
+    CHECK(HAS(line, " 64.2%")); /* 230 / 358 */
     CHECK(HAS(line, " 10-120 (60) "));
     CHECK(HAS(line, " 64-1024 (448) "));
-    CHECK(HAS(line, " 31.6%"));        /* hot calls 120 / 380 */
+    CHECK(HAS(line, " 31.6%")); /* hot calls 120 / 380 */
     CHECK(HAS(line, " 6.0 us"));
     line_of(text, "put ", line, sizeof(line));
-    CHECK(HAS(line, " 7 ") && HAS(line, " 4-4 (4) ") && HAS(line, " 2048-2048 (2048) "));
-    CHECK(HAS(text, "  send sizes (256 distinct): 256 B x150, 1 KiB x117, 64 B x60, 32 B x5; "
-                    "9 calls at sizes past the first 256 distinct (not itemized); 7 zero-byte, "
-                    "15 to MPI_PROC_NULL, 5 untracked"));
+    CHECK(HAS(line, " 7 ") && HAS(line, " 4-4 (4) ") &&
+          HAS(line, " 2048-2048 (2048) "));
+    CHECK(HAS(
+        text,
+        "  send sizes (256 distinct): 256 B x150, 1 KiB x117, 64 B x60, 32 B x5; "
+        "9 calls at sizes past the first 256 distinct (not itemized); 7 zero-byte, "
+        "15 to MPI_PROC_NULL, 5 untracked"));
     CHECK(HAS(text, "call sites (busiest 4 of 14"));
     line_of(text, "  1 send ", line, sizeof(line));
     CHECK(HAS(line, " 270 ") && HAS(line, "main (a.c:10)"));
-    CHECK(HAS(text, "buffers: rank 1 0xb0 1 KiB x120 hot, rank 0 0xa0 1 KiB x50 hot, rank 1 0xb1 1 KiB x30\n"));
+    CHECK(HAS(
+        text,
+        "buffers: rank 1 0xb0 1 KiB x120 hot, rank 0 0xa0 1 KiB x50 hot, rank 1 0xb1 1 KiB x30\n"));
     line_of(text, "  2 send ", line, sizeof(line));
     CHECK(HAS(line, " 42 ") && HAS(line, "loop (b.c:5)"));
     line_of(text, "  3 put ", line, sizeof(line));
     CHECK(HAS(line, "main (a.c:10)"));
-    CHECK(HAS(text, "reuse table: 99 buffers tracked (at most 44 on one rank), 5 hot"));
+    CHECK(
+        HAS(text,
+            "reuse table: 99 buffers tracked (at most 44 on one rank), 5 hot"));
     CHECK(HAS(text, "longest chain 4"));
     /* each stop line gives the numbers of the ranks it talks about: the
      * adapted rank stopped after 40 buffers / 300 calls, the full one after
      * 500 calls */
-    CHECK(HAS(text, "stopped growing on 1 rank(s) by adaptation (under 20% hot, a chain of 3) "
-                    "after 40 buffers / 300 calls"));
-    CHECK(HAS(text, "stopped growing on 1 rank(s) at its limit of 262144 buffers "
-                    "(HOTBUF_TABLE_MAX_ENTRIES) after 500 calls"));
+    CHECK(HAS(
+        text,
+        "stopped growing on 1 rank(s) by adaptation (under 20% hot, a chain of 3) "
+        "after 40 buffers / 300 calls"));
+    CHECK(HAS(text,
+              "stopped growing on 1 rank(s) at its limit of 262144 buffers "
+              "(HOTBUF_TABLE_MAX_ENTRIES) after 500 calls"));
     CHECK(HAS(text, "cost model: C 12 ns @128 B, 800 ns @8 KiB (user)"));
     /* thresholds by hand: ceil(0.25 * R / (C - V)) */
-    CHECK(HAS(text, "hot after (uses): 128 B never; 256 B 513; 512 B 86; 1.0 KiB 33; 2.0 KiB 15; "
-                    "4.0 KiB 7; 8.0 KiB 4;"));
-    CHECK(HAS(text, " HOTBUF_HASH_BITS=20 ") && HAS(text, " HOTBUF_REPORT=text"));
-    CHECK(strchr(strchr(text, '*') ? strchr(text, '*') + 1 : "", '*') == NULL); /* only "(* = ...)" */
+    CHECK(HAS(
+        text,
+        "hot after (uses): 128 B never; 256 B 513; 512 B 86; 1.0 KiB 33; 2.0 KiB 15; "
+        "4.0 KiB 7; 8.0 KiB 4;"));
+    CHECK(HAS(text, " HOTBUF_HASH_BITS=20 ") &&
+          HAS(text, " HOTBUF_REPORT=text"));
+    CHECK(strchr(strchr(text, '*') ? strchr(text, '*') + 1 : "", '*') ==
+          NULL); /* only "(* = ...)" */
     CHECK(HAS(text, "note: a \"quoted\" note \\ here\n"));
     CHECK(HAS(text, "==== end of hotbuf report ====\n"));
     line_of(text, "  3 put ", line, sizeof(line));
     CHECK(HAS(line, " 2 ")); /* rdma ops at that site */
-    CHECK(HAS(text, "  rank 2 -> rank 0 on PMPI: no answer to the connection request\n"));
-    CHECK(HAS(text, "one-sided: 3 window(s) x ranks, 2 with hotbuf's RDMA; on PMPI: shared 1\n"));
-    CHECK(HAS(text, "  5 put/get moved by hotbuf's RDMA (10 KiB); hot ones left on PMPI: "
-                    "connecting 3\n"));
-    CHECK(HAS(text, "allgather: 3 communicator(s) x ranks, 2 with hotbuf's RDMA; on PMPI: "
-                    "no_rdma 1\n  7 call(s) x ranks on hotbuf's RDMA (2.9 KiB received): "
-                    "rd_zcopy 4, ring_copy 3; left on MPI: nonblocking 2\n"));
+    CHECK(HAS(
+        text,
+        "  rank 2 -> rank 0 on PMPI: no answer to the connection request\n"));
+    CHECK(HAS(
+        text,
+        "one-sided: 3 window(s) x ranks, 2 with hotbuf's RDMA; on PMPI: shared 1\n"));
+    CHECK(HAS(
+        text,
+        "  5 put/get moved by hotbuf's RDMA (10 KiB); hot ones left on PMPI: "
+        "connecting 3\n"));
+    CHECK(HAS(
+        text,
+        "allgather: 3 communicator(s) x ranks, 2 with hotbuf's RDMA; on PMPI: "
+        "no_rdma 1\n  7 call(s) x ranks on hotbuf's RDMA (2.9 KiB received): "
+        "rd_zcopy 4, ring_copy 3; left on MPI: nonblocking 2\n"));
     free(text);
 
     char *json = render(hb_report_render_json, &r, &ctx);
@@ -808,19 +939,32 @@ static void test_merge(void)
     CHECK(json_valid(json));
     CHECK(HAS(json, "\"hotbuf_report_version\": 1, \"ranks\": 3"));
     CHECK(HAS(json, "\"mpi_library\": \"Test \\\"MPI\\\" 4.1\""));
-    CHECK(HAS(json, "\"send\": {\"calls\": 380, \"bytes\": 405000, \"buffers\": 95, "
-                    "\"reuse_calls\": 230, \"reuse_pct\": 64.246, \"hot_calls\": 120"));
-    CHECK(HAS(json, "\"zero_byte_calls\": 7, \"proc_null_calls\": 15, \"rerouted_calls\": 0, "
-                    "\"ranks_with_calls\": 3"));
-    CHECK(HAS(json, "\"max_reuse\": {\"min\": 10, \"max\": 120, \"avg\": 60.00}"));
-    CHECK(HAS(json, "\"most_frequent_size\": {\"min\": 64, \"max\": 1024, \"avg\": 448.00}"));
-    CHECK(HAS(json, "\"top_sizes\": [{\"size\": 256, \"calls\": 150}, {\"size\": 1024, \"calls\": "
-                    "117}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}], "
-                    "\"distinct_sizes\": 256, \"other_size_calls\": 9, "
-                    "\"estimated_saving_us\": 6.000, \"lookup_overhead_us\": 7.160"));
-    CHECK(HAS(json, "\"name\": \"main (a.c:10)\", \"op\": \"send\", \"ranks\": 3, \"calls\": 270"));
-    CHECK(HAS(json, "{\"rank\": 1, \"address\": \"0xb0\", \"size\": 1024, \"uses\": 120, "
-                    "\"hot_uses\": 60, \"hot\": true}"));
+    CHECK(
+        HAS(json,
+            "\"send\": {\"calls\": 380, \"bytes\": 405000, \"buffers\": 95, "
+            "\"reuse_calls\": 230, \"reuse_pct\": 64.246, \"hot_calls\": 120"));
+    CHECK(HAS(
+        json,
+        "\"zero_byte_calls\": 7, \"proc_null_calls\": 15, \"rerouted_calls\": 0, "
+        "\"ranks_with_calls\": 3"));
+    CHECK(HAS(json,
+              "\"max_reuse\": {\"min\": 10, \"max\": 120, \"avg\": 60.00}"));
+    CHECK(HAS(
+        json,
+        "\"most_frequent_size\": {\"min\": 64, \"max\": 1024, \"avg\": 448.00}"));
+    CHECK(HAS(
+        json,
+        "\"top_sizes\": [{\"size\": 256, \"calls\": 150}, {\"size\": 1024, \"calls\": "
+        "117}, {\"size\": 64, \"calls\": 60}, {\"size\": 32, \"calls\": 5}], "
+        "\"distinct_sizes\": 256, \"other_size_calls\": 9, "
+        "\"estimated_saving_us\": 6.000, \"lookup_overhead_us\": 7.160"));
+    CHECK(HAS(
+        json,
+        "\"name\": \"main (a.c:10)\", \"op\": \"send\", \"ranks\": 3, \"calls\": 270"));
+    CHECK(HAS(
+        json,
+        "{\"rank\": 1, \"address\": \"0xb0\", \"size\": 1024, \"uses\": 120, "
+        "\"hot_uses\": 60, \"hot\": true}"));
     CHECK(HAS(json, "\"name\": \"x \\\"q\\\" \\\\ y\\u0009\""));
     CHECK(HAS(json, "\"a \\\"quoted\\\" note \\\\ here\""));
     CHECK(HAS(json, "\"ranks_stopped_adapted\": 1, \"ranks_stopped_full\": 1"));
@@ -832,24 +976,33 @@ static void test_merge(void)
     CHECK(HAS(json, "{\"size\": 16384, ")); /* above the eager limit: */
     CHECK(strstr(json, "{\"size\": 16384, ") &&
           HAS(strstr(json, "{\"size\": 16384, "), "\"threshold\": -1}"));
-    CHECK(HAS(json, "\"HOTBUF_HASH_BITS\": {\"value\": \"20\", \"default\": true}"));
-    CHECK(HAS(json, "\"proc_null_calls\": 0, \"rerouted_calls\": 5, \"ranks_with_calls\": 1"));
+    CHECK(HAS(json,
+              "\"HOTBUF_HASH_BITS\": {\"value\": \"20\", \"default\": true}"));
+    CHECK(HAS(
+        json,
+        "\"proc_null_calls\": 0, \"rerouted_calls\": 5, \"ranks_with_calls\": 1"));
     CHECK(HAS(json, "\"op\": \"put\", \"ranks\": 1, \"calls\": 3, ") &&
-          HAS(strstr(json, "\"op\": \"put\", \"ranks\": 1, \"calls\": 3, "), "\"rerouted_calls\": 2, "));
+          HAS(strstr(json, "\"op\": \"put\", \"ranks\": 1, \"calls\": 3, "),
+              "\"rerouted_calls\": 2, "));
     CHECK(HAS(json, "\"failed_peers\": [{\"rank\": 2, \"peer\": 0, \"reason\": "
                     "\"no answer to the connection request\"}]"));
-    CHECK(HAS(json, "\"rma\": {\"windows\": 3, \"windows_rdma\": 2, \"windows_pmpi\": "
-                    "{\"shared\": 1, \"dynamic\": 0, \"intercomm\": 0, \"no_rdma\": 0, "
-                    "\"registration\": 0, \"multiple_worlds\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
-    CHECK(HAS(json, "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
-                    "\"connecting\": 3, "));
-    CHECK(HAS(json, "\"allgather\": {\"comms\": 3, \"comms_rdma\": 2, \"comms_pmpi\": "
-                    "{\"intercomm\": 0, \"no_rdma\": 1, \"single_rank\": 0, "
-                    "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
-                    "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
-                    "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
-                    "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
-                    "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}}"));
+    CHECK(HAS(
+        json,
+        "\"rma\": {\"windows\": 3, \"windows_rdma\": 2, \"windows_pmpi\": "
+        "{\"shared\": 1, \"dynamic\": 0, \"intercomm\": 0, \"no_rdma\": 0, "
+        "\"registration\": 0, \"multiple_worlds\": 0}, \"ops_rdma\": 5, \"bytes_rdma\": 10240"));
+    CHECK(HAS(json,
+              "\"ops_pmpi\": {\"datatype\": 0, \"intranode\": 0, \"self\": 0, "
+              "\"connecting\": 3, "));
+    CHECK(HAS(
+        json,
+        "\"allgather\": {\"comms\": 3, \"comms_rdma\": 2, \"comms_pmpi\": "
+        "{\"intercomm\": 0, \"no_rdma\": 1, \"single_rank\": 0, "
+        "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
+        "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
+        "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
+        "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
+        "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}}"));
     free(json);
 
     /* a value set by the user is starred in the text, not default in the JSON */
@@ -857,7 +1010,8 @@ static void test_merge(void)
     text = render(hb_report_render_text, &r, &ctx);
     json = render(hb_report_render_json, &r, &ctx);
     CHECK(HAS(text, " HOTBUF_HASH_BITS=18* "));
-    CHECK(HAS(json, "\"HOTBUF_HASH_BITS\": {\"value\": \"18\", \"default\": false}"));
+    CHECK(HAS(json,
+              "\"HOTBUF_HASH_BITS\": {\"value\": \"18\", \"default\": false}"));
     CHECK(json_valid(json));
     free(text);
     free(json);
@@ -890,7 +1044,8 @@ static void test_reuse_pct(void)
 {
     struct hb_class_summary c;
     memset(&c, 0, sizeof(c));
-    c.calls = 100, c.zero_calls = 10, c.proc_null_calls = 10, c.reuse_calls = 40;
+    c.calls = 100, c.zero_calls = 10, c.proc_null_calls = 10,
+    c.reuse_calls = 40;
     CHECK(close_to(hb_reuse_pct(&c), 50.0));
     c.zero_calls = 0, c.proc_null_calls = 0;
     CHECK(close_to(hb_reuse_pct(&c), 40.0));
@@ -936,7 +1091,7 @@ static void test_merge_bounded(void)
     CHECK_EQ_U64(r.cls[HB_OP_SEND].sum.calls, 380); /* classes: all ranks */
     CHECK(close_to(r.cls[HB_OP_SEND].max_reuse_avg, 60));
     CHECK_EQ_U64(r.nsites, 2);
-    CHECK_EQ_U64(r.sites_left_out, 3);      /* quote, loop x2 */
+    CHECK_EQ_U64(r.sites_left_out, 3); /* quote, loop x2 */
     CHECK_EQ_U64(r.site_calls_left_out, 43);
     if (r.nsites == 2) {
         CHECK(!strcmp(r.sites[0].name, "main (a.c:10)"));

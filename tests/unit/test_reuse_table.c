@@ -12,8 +12,11 @@
 
 static struct hb_table_params params(int bits, uint64_t max_entries, int adapt)
 {
-    struct hb_table_params p = {.bits = bits, .max_entries = max_entries, .adapt = adapt,
-                                .adapt_hot_pct = 20, .adapt_chain = 3};
+    struct hb_table_params p = {.bits = bits,
+                                .max_entries = max_entries,
+                                .adapt = adapt,
+                                .adapt_hot_pct = 20,
+                                .adapt_chain = 3};
     return p;
 }
 
@@ -57,14 +60,16 @@ static void test_find_insert(void)
     if (!e)
         return;
     CHECK(e->key == k);
-    CHECK(e->uses == 0 && e->hot_uses == 0 && e->hot == 0 && e->size == 0 && e->thr == 0 &&
-          e->run_start == 0 && e->reg_size == 0 && e->max_size == 0);
+    CHECK(e->uses == 0 && e->hot_uses == 0 && e->hot == 0 && e->size == 0 &&
+          e->thr == 0 && e->run_start == 0 && e->reg_size == 0 &&
+          e->max_size == 0);
     CHECK_EQ_U64(t.entries, 1);
     CHECK(hb_table_find(&t, k, &chain) == e);
     e->uses = 7;
     CHECK(hb_table_find(&t, k, &chain)->uses == 7);
     /* a neighbouring address is another buffer */
-    CHECK(hb_table_find(&t, hb_table_key((void *)(BASE + 0x41), HB_OP_SEND), &chain) == NULL);
+    CHECK(hb_table_find(&t, hb_table_key((void *)(BASE + 0x41), HB_OP_SEND),
+                        &chain) == NULL);
 
     /* Keys differing only in the class are distinct entries. */
     CHECK(hb_table_key((void *)BASE, HB_OP_SEND) == (uintptr_t)BASE);
@@ -79,7 +84,8 @@ static void test_find_insert(void)
     }
     CHECK_EQ_U64(t.entries, 1 + HB_OP_COUNT);
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
-        CHECK(hb_table_find(&t, hb_table_key((void *)BASE, op), &chain) == by_op[op]);
+        CHECK(hb_table_find(&t, hb_table_key((void *)BASE, op), &chain) ==
+              by_op[op]);
         for (unsigned o2 = 0; o2 < op; o2++)
             CHECK(by_op[op] != by_op[o2]);
     }
@@ -151,7 +157,8 @@ static void count_visit(const struct hb_entry *e, void *arg)
 
 static void test_foreach(void)
 {
-    static const size_t sizes[] = {0, 1, 4095, 4096, 4097, 4096 * 2, 4096 * 2 + 1, 4096 * 3 + 100};
+    static const size_t sizes[] = {
+        0, 1, 4095, 4096, 4097, 4096 * 2, 4096 * 2 + 1, 4096 * 3 + 100};
     size_t mem_one_chunk = 0, mem_two_chunks = 0;
     for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
         size_t n = sizes[s];
@@ -171,8 +178,10 @@ static void test_foreach(void)
         for (size_t i = 0; i < n; i++)
             once += v.count[i] == 1;
         if (v.total != n || once != n || v.bad)
-            fprintf(stderr, "foreach over %zu entries: %zu visits, %zu visited once, %d bad\n", n,
-                    v.total, once, v.bad);
+            fprintf(
+                stderr,
+                "foreach over %zu entries: %zu visits, %zu visited once, %d bad\n",
+                n, v.total, once, v.bad);
         CHECK_EQ_U64(v.total, n);
         CHECK_EQ_U64(once, n);
         CHECK_EQ_U64(v.bad, 0);
@@ -197,7 +206,8 @@ static void test_foreach(void)
 static void test_full(void)
 {
     struct hb_table t;
-    struct hb_table_params p = params(10, 100, 1); /* adapt on: full must win anyway */
+    struct hb_table_params p =
+        params(10, 100, 1); /* adapt on: full must win anyway */
     p.adapt_chain = 1000;
     CHECK(hb_table_init(&t, &p) == 0);
     for (int i = 0; i < 100; i++)
@@ -250,11 +260,14 @@ static void test_adapt_cold(void)
             break;
         inserted++;
     }
-    if (t.stopped_after_entries != expect_entries || real_max_chain(&t) != p.adapt_chain)
-        fprintf(stderr, "adaptation: stopped after %llu entries (longest chain %u, max_chain %u); "
-                        "a chain of %u is reached at %llu entries\n",
-                (unsigned long long)t.stopped_after_entries, real_max_chain(&t), t.max_chain,
-                p.adapt_chain, (unsigned long long)expect_entries);
+    if (t.stopped_after_entries != expect_entries ||
+        real_max_chain(&t) != p.adapt_chain)
+        fprintf(
+            stderr,
+            "adaptation: stopped after %llu entries (longest chain %u, max_chain %u); "
+            "a chain of %u is reached at %llu entries\n",
+            (unsigned long long)t.stopped_after_entries, real_max_chain(&t),
+            t.max_chain, p.adapt_chain, (unsigned long long)expect_entries);
     CHECK(i < 1000);
     CHECK(t.stopped == HB_STOP_ADAPTED);
     CHECK_EQ_U64(t.stopped_after_entries, t.entries);
@@ -351,7 +364,8 @@ static void test_adapt_off(void)
 
 static void test_distribution(void)
 {
-    static const uintptr_t bases[] = {BASE, 0x555555558000ull, 0x7ffc00000000ull, 0x10000000ull};
+    static const uintptr_t bases[] = {BASE, 0x555555558000ull,
+                                      0x7ffc00000000ull, 0x10000000ull};
     for (size_t b = 0; b < sizeof(bases) / sizeof(bases[0]); b++) {
         struct hb_table t;
         struct hb_table_params p = params(20, 1 << 20, 0);
@@ -363,7 +377,8 @@ static void test_distribution(void)
         CHECK_EQ_U64(t.entries, 100000);
         uint32_t real = real_max_chain(&t);
         if (real > 3)
-            fprintf(stderr, "base 0x%llx: longest chain %u\n", (unsigned long long)bases[b], real);
+            fprintf(stderr, "base 0x%llx: longest chain %u\n",
+                    (unsigned long long)bases[b], real);
         CHECK(real <= 3);
         CHECK_EQ_U64(t.max_chain, real);
         hb_table_destroy(&t);

@@ -12,34 +12,40 @@
 #define SITE_A ((void *)0x1000)
 #define SITE_B ((void *)0x2000)
 #define SITE_C ((void *)0x3000)
-#define BUF_A ((char *)0x7f0000100000)   /* the 1 KiB buffer reused 1000 times */
-#define SMALL ((char *)0x7f0000200000)   /* 500 distinct 256 B buffers */
-
+#define BUF_A ((char *)0x7f0000100000) /* the 1 KiB buffer reused 1000 times */
+#define SMALL ((char *)0x7f0000200000) /* 500 distinct 256 B buffers */
 
 static int init(struct hb_tracker *t, uint64_t max_entries, uint32_t fixed)
 {
-    struct hb_table_params tp = {.bits = 16, .max_entries = max_entries, .adapt = 1,
-                                 .adapt_hot_pct = 20, .adapt_chain = 3};
-    struct hb_threshold_params thp = {.speculative = 0.25, .min_size = 128, .eager_limit = 8192,
+    struct hb_table_params tp = {.bits = 16,
+                                 .max_entries = max_entries,
+                                 .adapt = 1,
+                                 .adapt_hot_pct = 20,
+                                 .adapt_chain = 3};
+    struct hb_threshold_params thp = {.speculative = 0.25,
+                                      .min_size = 128,
+                                      .eager_limit = 8192,
                                       .fixed = fixed};
     struct hb_costmodel cm = model();
     return hb_tracker_init(t, &tp, 1, 64, &thp, &cm);
 }
 
 /* One call as a wrapper makes it: site lookup, then the record. */
-static struct hb_entry *rec(struct hb_tracker *t, unsigned op, const void *addr, uint64_t size,
-                            void *ret)
+static struct hb_entry *rec(struct hb_tracker *t, unsigned op, const void *addr,
+                            uint64_t size, void *ret)
 {
     struct hb_use u = {.addr = addr, .span = size, .bytes = size};
     return hb_tracker_record(t, op, &u, hb_tracker_site(t, op, ret));
 }
 
-static void rec_empty(struct hb_tracker *t, unsigned op, int proc_null, void *ret)
+static void rec_empty(struct hb_tracker *t, unsigned op, int proc_null,
+                      void *ret)
 {
     hb_tracker_record_empty(t, op, proc_null, hb_tracker_site(t, op, ret));
 }
 
-static struct hb_entry *entry(struct hb_tracker *t, const void *addr, unsigned op)
+static struct hb_entry *entry(struct hb_tracker *t, const void *addr,
+                              unsigned op)
 {
     uint32_t chain;
     return hb_table_find(&t->table, hb_table_key(addr, op), &chain);
@@ -100,8 +106,9 @@ static void test_counts(void)
     int small_ok = 0;
     for (int i = 0; i < 500; i++) {
         struct hb_entry *e = entry(&t, SMALL + 256 * i, HB_OP_SEND);
-        small_ok += e && e->uses == 1 && e->hot == 0 && hb_tracker_hot_uses(&t, e) == 0 &&
-                    e->size == 256 && t.sites.site[e->site].frames[0] == (uintptr_t)SITE_B;
+        small_ok += e && e->uses == 1 && e->hot == 0 &&
+                    hb_tracker_hot_uses(&t, e) == 0 && e->size == 256 &&
+                    t.sites.site[e->site].frames[0] == (uintptr_t)SITE_B;
     }
     CHECK_EQ_U64(small_ok, 500);
 
@@ -135,7 +142,8 @@ static void test_classes(void)
     for (int i = 0; i < 2; i++)
         rec(&t, HB_OP_PUT, BUF_A, 512, SITE_C);
     CHECK_EQ_U64(t.table.entries, 2);
-    struct hb_entry *s = entry(&t, BUF_A, HB_OP_SEND), *p = entry(&t, BUF_A, HB_OP_PUT);
+    struct hb_entry *s = entry(&t, BUF_A, HB_OP_SEND),
+                    *p = entry(&t, BUF_A, HB_OP_PUT);
     CHECK(s && p && s != p);
     if (s && p) {
         CHECK_EQ_U64(s->uses, 3);
@@ -145,7 +153,8 @@ static void test_classes(void)
     CHECK_EQ_U64(t.cls[HB_OP_SEND].calls, 3);
     CHECK_EQ_U64(t.cls[HB_OP_SEND].reuse_calls, 2);
     CHECK_EQ_U64(t.cls[HB_OP_PUT].calls, 2);
-    CHECK_EQ_U64(t.cls[HB_OP_PUT].reuse_calls, 1); /* the first put is not a reuse */
+    CHECK_EQ_U64(t.cls[HB_OP_PUT].reuse_calls,
+                 1); /* the first put is not a reuse */
     CHECK_EQ_U64(t.cls[HB_OP_GET].calls, 0);
     const struct hb_site *sc = site(&t, SITE_C);
     CHECK(sc && sc->op == HB_OP_PUT && sc->calls == 2);
@@ -186,7 +195,9 @@ static void test_sites(void)
 {
     struct hb_tracker t;
     struct hb_table_params tp = {.bits = 12, .max_entries = 1000};
-    struct hb_threshold_params thp = {.speculative = 0.25, .min_size = 128, .eager_limit = 8192,
+    struct hb_threshold_params thp = {.speculative = 0.25,
+                                      .min_size = 128,
+                                      .eager_limit = 8192,
                                       .fixed = 100};
     struct hb_costmodel cm = model();
 
@@ -249,7 +260,8 @@ static void test_stop(void)
     for (int i = 16; i < 21; i++)
         CHECK(rec(&t, HB_OP_SEND, SMALL + 256 * i, 256, SITE_B) == NULL);
     for (int i = 0; i < 3; i++)
-        CHECK(rec(&t, HB_OP_SEND, SMALL, 256, SITE_A) != NULL); /* known buffers go on */
+        CHECK(rec(&t, HB_OP_SEND, SMALL, 256, SITE_A) !=
+              NULL); /* known buffers go on */
     CHECK(rec(&t, HB_OP_PUT, SMALL + 256 * 30, 256, SITE_C) == NULL);
     const struct hb_class_stats *cs = &t.cls[HB_OP_SEND];
     CHECK(t.table.stopped == HB_STOP_FULL);
@@ -277,7 +289,8 @@ static void test_size_range(void)
     static const struct {
         uint64_t size;
         int hot;
-    } cases[] = {{1, 0}, {64, 0}, {127, 0}, {128, 1}, {1000, 1}, {8192, 1}, {8193, 0}, {65536, 0}};
+    } cases[] = {{1, 0},    {64, 0},   {127, 0},  {128, 1},
+                 {1000, 1}, {8192, 1}, {8193, 0}, {65536, 0}};
     const size_t n = sizeof(cases) / sizeof(cases[0]);
     for (int use = 0; use < 300; use++)
         for (size_t i = 0; i < n; i++)
@@ -289,7 +302,8 @@ static void test_size_range(void)
         if (!e)
             continue;
         if (e->hot != cases[i].hot)
-            fprintf(stderr, "size %llu: hot %d\n", (unsigned long long)cases[i].size, e->hot);
+            fprintf(stderr, "size %llu: hot %d\n",
+                    (unsigned long long)cases[i].size, e->hot);
         CHECK(e->hot == cases[i].hot);
         CHECK_EQ_U64(e->uses, 300);
         CHECK_EQ_U64(hb_tracker_hot_uses(&t, e), cases[i].hot ? 201 : 0);
@@ -344,9 +358,12 @@ static void test_hot_per_call_size(void)
         rec(&t, HB_OP_SEND, SMALL, i < 150 || i >= 250 ? 512 : 8192, SITE_B);
     CHECK_EQ_U64(cs->hot_calls - 501, 51 + 100 + 50);
     CHECK_EQ_U64(t.table.hot_entries, 2);
-    struct hb_entry *a = entry(&t, BUF_A, HB_OP_SEND), *b = entry(&t, SMALL, HB_OP_SEND);
-    CHECK(a && a->max_size == 32768 && a->reg_size == 1024 && hb_tracker_hot_uses(&t, a) == 501);
-    CHECK(b && b->max_size == 8192 && b->reg_size == 8192 && hb_tracker_hot_uses(&t, b) == 201);
+    struct hb_entry *a = entry(&t, BUF_A, HB_OP_SEND),
+                    *b = entry(&t, SMALL, HB_OP_SEND);
+    CHECK(a && a->max_size == 32768 && a->reg_size == 1024 &&
+          hb_tracker_hot_uses(&t, a) == 501);
+    CHECK(b && b->max_size == 8192 && b->reg_size == 8192 &&
+          hb_tracker_hot_uses(&t, b) == 201);
 
     /* reused past the threshold, but only above the eager limit: never hot */
     for (int i = 0; i < 200; i++)

@@ -19,7 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int, MPI_Datatype, MPI_Comm);
+typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int,
+                            MPI_Datatype, MPI_Comm);
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -35,15 +36,16 @@ static int calls_for(long block, int size)
     return n < 2 ? 2 : n > 50 ? 50 : (int)n;
 }
 
-static double round_us(allgather_fn f, char *send, char *reused, long block, int fresh, int calls,
-                       int size)
+static double round_us(allgather_fn f, char *send, char *reused, long block,
+                       int fresh, int calls, int size)
 {
     double t0, us, worst;
     MPI_Barrier(MPI_COMM_WORLD);
     t0 = MPI_Wtime();
     for (int i = 0; i < calls; i++) {
         char *recv = fresh ? malloc(block * size) : reused;
-        f(send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE, MPI_COMM_WORLD);
+        f(send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE,
+          MPI_COMM_WORLD);
         if (fresh)
             free(recv);
     }
@@ -65,10 +67,11 @@ int main(int argc, char **argv)
     memset(send, rank + 1, max);
     memset(reused, 0, max * size);
     const allgather_fn variant[2] = {PMPI_Allgather, MPI_Allgather};
-    double *t[2] = {malloc(rounds * sizeof(double)), malloc(rounds * sizeof(double))};
+    double *t[2] = {malloc(rounds * sizeof(double)),
+                    malloc(rounds * sizeof(double))};
     if (rank == 0)
-        printf("%-6s %8s %6s %12s %12s %7s\n", "buffer", "bytes", "calls", "plain_us",
-               "hotbuf_us", "ratio");
+        printf("%-6s %8s %6s %12s %12s %7s\n", "buffer", "bytes", "calls",
+               "plain_us", "hotbuf_us", "ratio");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
             if (block < min)
@@ -79,14 +82,15 @@ int main(int argc, char **argv)
             for (int r = 0; r < rounds; r++)
                 for (int k = 0; k < 2; k++) {
                     int v = (r & 1) ? 1 - k : k; /* alternate who goes first */
-                    t[v][r] = round_us(variant[v], send, reused, block, fresh, calls, size);
+                    t[v][r] = round_us(variant[v], send, reused, block, fresh,
+                                       calls, size);
                 }
             qsort(t[0], rounds, sizeof(double), cmp_double);
             qsort(t[1], rounds, sizeof(double), cmp_double);
             double p = t[0][rounds / 2], h = t[1][rounds / 2];
             if (rank == 0)
-                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f\n", fresh ? "fresh" : "reuse", block,
-                       calls, p, h, h / p);
+                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f\n",
+                       fresh ? "fresh" : "reuse", block, calls, p, h, h / p);
         }
     MPI_Finalize();
     return 0;

@@ -21,7 +21,8 @@ static int cmp_double(const void *a, const void *b)
 }
 
 /* One-way latency in us of iters round trips through send_fn. */
-static double round_trip(int (*send_fn)(const void *, int, MPI_Datatype, int, int, MPI_Comm),
+static double round_trip(int (*send_fn)(const void *, int, MPI_Datatype, int,
+                                        int, MPI_Comm),
                          char *buf, int size, int iters, int rank)
 {
     int peer = 1 - rank;
@@ -30,9 +31,11 @@ static double round_trip(int (*send_fn)(const void *, int, MPI_Datatype, int, in
     for (int i = 0; i < iters; i++) {
         if (rank == 0) {
             send_fn(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
-            MPI_Recv(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
         } else {
-            MPI_Recv(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+            MPI_Recv(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
             send_fn(buf, size, MPI_BYTE, peer, 0, MPI_COMM_WORLD);
         }
     }
@@ -53,11 +56,14 @@ int main(int argc, char **argv)
     char *buf = malloc(8192);
     memset(buf, 1, 8192);
     if (rank == 0)
-        printf("# medians of %d rounds of %d round trips; ratio = median of the per-round "
-               "hotbuf/plain ratios, min_ratio = best hotbuf / best plain\n", ROUNDS, iters);
+        printf(
+            "# medians of %d rounds of %d round trips; ratio = median of the per-round "
+            "hotbuf/plain ratios, min_ratio = best hotbuf / best plain\n",
+            ROUNDS, iters);
     for (int bytes = 8; bytes <= 8192; bytes *= 2) {
         double plain[ROUNDS], wrapped[ROUNDS], ratio[ROUNDS];
-        round_trip(MPI_Send, buf, bytes, iters / 4, rank); /* warm up both paths */
+        round_trip(MPI_Send, buf, bytes, iters / 4,
+                   rank); /* warm up both paths */
         round_trip(PMPI_Send, buf, bytes, iters / 4, rank);
         /* Each round measures both variants back to back, in alternating
          * order, and contributes one ratio: a load burst from elsewhere on
@@ -76,9 +82,10 @@ int main(int argc, char **argv)
         qsort(wrapped, ROUNDS, sizeof(double), cmp_double);
         qsort(ratio, ROUNDS, sizeof(double), cmp_double);
         if (rank == 0)
-            printf("pingpong size=%d plain_us=%.3f hotbuf_us=%.3f min_ratio=%.4f ratio=%.4f\n",
-                   bytes, plain[ROUNDS / 2], wrapped[ROUNDS / 2], wrapped[0] / plain[0],
-                   ratio[ROUNDS / 2]);
+            printf(
+                "pingpong size=%d plain_us=%.3f hotbuf_us=%.3f min_ratio=%.4f ratio=%.4f\n",
+                bytes, plain[ROUNDS / 2], wrapped[ROUNDS / 2],
+                wrapped[0] / plain[0], ratio[ROUNDS / 2]);
     }
     free(buf);
     MPI_Finalize();

@@ -25,7 +25,10 @@ static int noop_reg(void *ctx, void *addr, size_t len, void **handle)
     *handle = addr;
     return 0;
 }
-static void noop_dereg(void *ctx, void *handle) { (void)ctx, (void)handle; }
+static void noop_dereg(void *ctx, void *handle)
+{
+    (void)ctx, (void)handle;
+}
 static const struct hb_regcache_ops noop_ops = {noop_reg, noop_dereg};
 
 static struct ibv_pd *open_pd(void)
@@ -63,12 +66,14 @@ int main(int argc, char **argv)
         enum { HITS = 1000000 };
         t0 = now_ns();
         for (int i = 0; i < HITS; i++) {
-            hb_regcache_get(rc, mem + (size_t)(i % regions) * 8192 + 64, 1024, &r);
+            hb_regcache_get(rc, mem + (size_t)(i % regions) * 8192 + 64, 1024,
+                            &r);
             hb_regcache_put(rc, r);
         }
         double hit_ns = (now_ns() - t0) / HITS;
-        printf("regcache regions=%d hit_ns=%.1f miss_ns=%.0f miss_over_hit=%.0f\n", regions, hit_ns,
-               miss_ns, miss_ns / hit_ns);
+        printf(
+            "regcache regions=%d hit_ns=%.1f miss_ns=%.0f miss_over_hit=%.0f\n",
+            regions, hit_ns, miss_ns, miss_ns / hit_ns);
         hb_regcache_destroy(rc);
         free(mem);
     }

@@ -61,8 +61,10 @@ enum { PLAIN, HOTBUF };
 static const char *const variant_name[2] = {"plain", "hotbuf"};
 
 struct fns {
-    int (*put)(const void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
-    int (*get)(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype, MPI_Win);
+    int (*put)(const void *, int, MPI_Datatype, int, MPI_Aint, int,
+               MPI_Datatype, MPI_Win);
+    int (*get)(void *, int, MPI_Datatype, int, MPI_Aint, int, MPI_Datatype,
+               MPI_Win);
     int (*fence)(int, MPI_Win);
     int (*lock)(int, int, int, MPI_Win);
     int (*unlock)(int, MPI_Win);
@@ -70,8 +72,10 @@ struct fns {
 };
 
 static const struct fns variant[2] = {
-    {PMPI_Put, PMPI_Get, PMPI_Win_fence, PMPI_Win_lock, PMPI_Win_unlock, PMPI_Win_flush},
-    {MPI_Put, MPI_Get, MPI_Win_fence, MPI_Win_lock, MPI_Win_unlock, MPI_Win_flush},
+    {PMPI_Put, PMPI_Get, PMPI_Win_fence, PMPI_Win_lock, PMPI_Win_unlock,
+     PMPI_Win_flush},
+    {MPI_Put, MPI_Get, MPI_Win_fence, MPI_Win_lock, MPI_Win_unlock,
+     MPI_Win_flush},
 };
 
 static int cmp_double(const void *a, const void *b)
@@ -101,8 +105,9 @@ static long first_bad(const unsigned char *buf, int n, unsigned char pat)
  * v.  Rank 0 stores the time of every iteration (operation +
  * synchronization) in lat[0..iters), in us.  pat: the byte the data
  * carries in this round (checked afterwards, outside the timed part). */
-static void run_round(int v, int mode, int is_get, unsigned char *buf, unsigned char *mem, int n,
-                      int iters, MPI_Win win, int rank, unsigned char pat, double *lat)
+static void run_round(int v, int mode, int is_get, unsigned char *buf,
+                      unsigned char *mem, int n, int iters, MPI_Win win,
+                      int rank, unsigned char pat, double *lat)
 {
     const struct fns *f = &variant[v];
     /* The data source of this round gets the pattern, the destination a
@@ -149,11 +154,12 @@ static void run_round(int v, int mode, int is_get, unsigned char *buf, unsigned 
         long bad = first_bad(is_get ? buf : mem, n, pat);
         if (bad >= 0) {
             mismatches++;
-            fprintf(stderr,
-                    "bench-rma: DATA MISMATCH rank %d %s %s %s size %d: byte %ld is 0x%02x, "
-                    "expected 0x%02x\n",
-                    rank, variant_name[v], mode == FENCE ? "fence" : "lock",
-                    is_get ? "get" : "put", n, bad, (is_get ? buf : mem)[bad], pat);
+            fprintf(
+                stderr,
+                "bench-rma: DATA MISMATCH rank %d %s %s %s size %d: byte %ld is 0x%02x, "
+                "expected 0x%02x\n",
+                rank, variant_name[v], mode == FENCE ? "fence" : "lock",
+                is_get ? "get" : "put", n, bad, (is_get ? buf : mem)[bad], pat);
         }
     }
 }
@@ -182,10 +188,14 @@ static void say_interception(void)
     const char *ma = dladdr(mp, &a) && a.dli_fname ? a.dli_fname : "?";
     const char *pa = dladdr(pp, &b) && b.dli_fname ? b.dli_fname : "?";
     if (mp != pp && strcmp(ma, pa) != 0)
-        printf("# MPI_Put is intercepted (%s; PMPI_Put in %s): hotbuf = the MPI_ path\n", ma, pa);
+        printf(
+            "# MPI_Put is intercepted (%s; PMPI_Put in %s): hotbuf = the MPI_ path\n",
+            ma, pa);
     else
-        printf("# MPI_Put is NOT intercepted (%s): both variants are the same code, "
-               "ratios show the noise\n", pa);
+        printf(
+            "# MPI_Put is NOT intercepted (%s): both variants are the same code, "
+            "ratios show the noise\n",
+            pa);
 }
 
 int main(int argc, char **argv)
@@ -199,15 +209,17 @@ int main(int argc, char **argv)
     MPI_Comm_size(MPI_COMM_WORLD, &nranks);
     if (nranks != 2 || iters < 1 || rounds < 1 || warmup < 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: mpiexec -n 2 bench-rma [iterations per round >= 1] "
-                            "[rounds >= 1] [warm-up iterations >= 0]\n");
+            fprintf(stderr,
+                    "usage: mpiexec -n 2 bench-rma [iterations per round >= 1] "
+                    "[rounds >= 1] [warm-up iterations >= 0]\n");
         MPI_Abort(MPI_COMM_WORLD, 2);
     }
     unsigned char *mem;
     MPI_Win win;
     MPI_Win_allocate(MAXSIZE, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &mem, &win);
     memset(mem, 0, MAXSIZE);
-    unsigned char *bufs[NSIZES]; /* one reused origin buffer per size, own pages */
+    unsigned char
+        *bufs[NSIZES]; /* one reused origin buffer per size, own pages */
     for (int k = 0; k < NSIZES; k++) {
         if (posix_memalign((void **)&bufs[k], 4096, MAXSIZE))
             MPI_Abort(MPI_COMM_WORLD, 3);
@@ -216,23 +228,27 @@ int main(int argc, char **argv)
     /* rank 0: every timed iteration, per variant, round after round */
     double *lat[2] = {malloc((size_t)rounds * iters * sizeof(double)),
                       malloc((size_t)rounds * iters * sizeof(double))};
-    double *scratch = malloc((size_t)(iters > warmup ? iters : warmup) * sizeof(double));
-    double *rmed[2] = {malloc(rounds * sizeof(double)), malloc(rounds * sizeof(double))};
+    double *scratch =
+        malloc((size_t)(iters > warmup ? iters : warmup) * sizeof(double));
+    double *rmed[2] = {malloc(rounds * sizeof(double)),
+                       malloc(rounds * sizeof(double))};
     double *ratio = malloc(rounds * sizeof(double));
     /* the RESULT lines, printed after the table */
-    char (*result)[400] = calloc(2 * 2 * NSIZES, sizeof *result);
+    char(*result)[400] = calloc(2 * 2 * NSIZES, sizeof *result);
     int nresult = 0;
-    if (!lat[0] || !lat[1] || !scratch || !rmed[0] || !rmed[1] || !ratio || !result)
+    if (!lat[0] || !lat[1] || !scratch || !rmed[0] || !rmed[1] || !ratio ||
+        !result)
         MPI_Abort(MPI_COMM_WORLD, 3);
     if (rank == 0) {
         say_interception();
-        printf("# %d rounds x %d iterations per size and variant (after %d warm-up iterations "
-               "each), plain and hotbuf alternating; us per operation + synchronization: median "
-               "of all timed iterations; ratio = median of the per-round hotbuf/plain ratios; "
-               "gain%% = (1 - ratio) * 100\n",
-               rounds, iters, warmup);
-        printf("%-5s %-3s %6s %10s %10s %7s %7s\n", "mode", "op", "bytes", "plain_us",
-               "hotbuf_us", "ratio", "gain%");
+        printf(
+            "# %d rounds x %d iterations per size and variant (after %d warm-up iterations "
+            "each), plain and hotbuf alternating; us per operation + synchronization: median "
+            "of all timed iterations; ratio = median of the per-round hotbuf/plain ratios; "
+            "gain%% = (1 - ratio) * 100\n",
+            rounds, iters, warmup);
+        printf("%-5s %-3s %6s %10s %10s %7s %7s\n", "mode", "op", "bytes",
+               "plain_us", "hotbuf_us", "ratio", "gain%");
         fflush(stdout);
     }
     unsigned pat = 1;
@@ -243,14 +259,16 @@ int main(int argc, char **argv)
                 /* warm-up: the buffer becomes hot, hotbuf connects and registers */
                 if (warmup > 0)
                     for (int v = PLAIN; v <= HOTBUF; v++)
-                        run_round(v, mode, is_get, bufs[k], mem, n, warmup, win, rank,
-                                  (unsigned char)(pat++ % 255 + 1), scratch);
+                        run_round(v, mode, is_get, bufs[k], mem, n, warmup, win,
+                                  rank, (unsigned char)(pat++ % 255 + 1),
+                                  scratch);
                 for (int r = 0; r < rounds; r++)
                     for (int i = 0; i < 2; i++) {
-                        int v = (r & 1) ? HOTBUF - i : i; /* alternate who goes first */
+                        int v = (r & 1) ? HOTBUF - i
+                                        : i; /* alternate who goes first */
                         double *l = lat[v] + (size_t)r * iters;
-                        run_round(v, mode, is_get, bufs[k], mem, n, iters, win, rank,
-                                  (unsigned char)(pat++ % 255 + 1), l);
+                        run_round(v, mode, is_get, bufs[k], mem, n, iters, win,
+                                  rank, (unsigned char)(pat++ % 255 + 1), l);
                         if (rank == 0) {
                             memcpy(scratch, l, iters * sizeof(double));
                             rmed[v][r] = median(scratch, iters);
@@ -270,26 +288,31 @@ int main(int argc, char **argv)
                 double clo = ratio[ck - 1], chi = ratio[rounds - ck];
                 size_t all = (size_t)rounds * iters;
                 double pm = mean(lat[PLAIN], all), hm = mean(lat[HOTBUF], all);
-                double p = median(lat[PLAIN], all), h = median(lat[HOTBUF], all);
-                double min_ratio = lat[HOTBUF][0] / lat[PLAIN][0]; /* sorted: best / best */
-                const char *ms = mode == FENCE ? "fence" : "lock", *os = is_get ? "get" : "put";
-                printf("%-5s %-3s %6d %10.2f %10.2f %7.3f %+7.1f\n", ms, os, n, p, h, rr,
-                       (1 - rr) * 100);
+                double p = median(lat[PLAIN], all),
+                       h = median(lat[HOTBUF], all);
+                double min_ratio =
+                    lat[HOTBUF][0] / lat[PLAIN][0]; /* sorted: best / best */
+                const char *ms = mode == FENCE ? "fence" : "lock",
+                           *os = is_get ? "get" : "put";
+                printf("%-5s %-3s %6d %10.2f %10.2f %7.3f %+7.1f\n", ms, os, n,
+                       p, h, rr, (1 - rr) * 100);
                 fflush(stdout);
-                snprintf(result[nresult++], sizeof *result,
-                         "RESULT mode=%s op=%s size=%d plain_us=%.3f hotbuf_us=%.3f ratio=%.4f "
-                         "gain_pct=%.2f ratio_ci_lo=%.4f ratio_ci_hi=%.4f round_ratio_lo=%.4f "
-                         "round_ratio_hi=%.4f median_ratio=%.4f plain_mean_us=%.3f "
-                         "hotbuf_mean_us=%.3f mean_ratio=%.4f min_ratio=%.4f iters=%d rounds=%d",
-                         ms, os, n, p, h, rr, (1 - rr) * 100, clo, chi, rlo, rhi, h / p, pm, hm,
-                         hm / pm, min_ratio, iters, rounds);
+                snprintf(
+                    result[nresult++], sizeof *result,
+                    "RESULT mode=%s op=%s size=%d plain_us=%.3f hotbuf_us=%.3f ratio=%.4f "
+                    "gain_pct=%.2f ratio_ci_lo=%.4f ratio_ci_hi=%.4f round_ratio_lo=%.4f "
+                    "round_ratio_hi=%.4f median_ratio=%.4f plain_mean_us=%.3f "
+                    "hotbuf_mean_us=%.3f mean_ratio=%.4f min_ratio=%.4f iters=%d rounds=%d",
+                    ms, os, n, p, h, rr, (1 - rr) * 100, clo, chi, rlo, rhi,
+                    h / p, pm, hm, hm / pm, min_ratio, iters, rounds);
             }
     long total = 0;
     MPI_Reduce(&mismatches, &total, 1, MPI_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
     if (rank == 0) {
         for (int i = 0; i < nresult; i++)
             printf("%s\n", result[i]);
-        printf("# data check: %s (%ld bad rounds)\n", total ? "FAILED" : "ok", total);
+        printf("# data check: %s (%ld bad rounds)\n", total ? "FAILED" : "ok",
+               total);
     }
     MPI_Win_free(&win);
     for (int k = 0; k < NSIZES; k++)

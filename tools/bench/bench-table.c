@@ -25,8 +25,8 @@ static uintptr_t key_of(uint64_t i)
 }
 
 /* Looks up random tracked buffers among the first `among` ones. */
-__attribute__((noinline)) uint64_t bench_lookups(struct hb_table *t, uint64_t among,
-                                                 uint64_t lookups)
+__attribute__((noinline)) uint64_t
+bench_lookups(struct hb_table *t, uint64_t among, uint64_t lookups)
 {
     uint64_t found = 0, x = 88172645463325252ull;
     for (uint64_t i = 0; i < lookups; i++) {
@@ -37,7 +37,8 @@ __attribute__((noinline)) uint64_t bench_lookups(struct hb_table *t, uint64_t am
     return found;
 }
 
-static double ns_per_lookup(struct hb_table *t, uint64_t among, uint64_t lookups, uint64_t *found)
+static double ns_per_lookup(struct hb_table *t, uint64_t among,
+                            uint64_t lookups, uint64_t *found)
 {
     double t0 = now_ns();
     *found = bench_lookups(t, among, lookups);
@@ -63,8 +64,10 @@ int main(int argc, char **argv)
     uint64_t found_all, found_hot;
     double ns = ns_per_lookup(&t, n, lookups, &found_all);
     double ns_hot = ns_per_lookup(&t, n < 64 ? n : 64, lookups, &found_hot);
-    printf("table buffers=%llu lookups=%llu ns_per_lookup=%.2f ns_hot_set=%.2f longest_chain=%u\n",
-           (unsigned long long)n, (unsigned long long)lookups, ns, ns_hot, t.max_chain);
+    printf(
+        "table buffers=%llu lookups=%llu ns_per_lookup=%.2f ns_hot_set=%.2f longest_chain=%u\n",
+        (unsigned long long)n, (unsigned long long)lookups, ns, ns_hot,
+        t.max_chain);
     hb_table_destroy(&t);
     return found_all == lookups && found_hot == lookups ? 0 : 1;
 }

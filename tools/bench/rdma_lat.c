@@ -55,15 +55,19 @@ static void report(const char *op, size_t size, double *s, int n)
     double sum = 0;
     for (int i = 0; i < n; i++)
         sum += s[i];
-    printf("RESULT op=%s size=%zu iters=%d typical=%.2f avg=%.2f min=%.2f p99=%.2f\n", op, size, n,
-           s[n / 2], sum / n, s[0], s[(int)(n * 0.99) < n ? (int)(n * 0.99) : n - 1]);
+    printf(
+        "RESULT op=%s size=%zu iters=%d typical=%.2f avg=%.2f min=%.2f p99=%.2f\n",
+        op, size, n, s[n / 2], sum / n, s[0],
+        s[(int)(n * 0.99) < n ? (int)(n * 0.99) : n - 1]);
     fflush(stdout);
 }
 
 static int allgather_cb(const void *mine, void *all, size_t bytes, void *ctx)
 {
-    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE, *(MPI_Comm *)ctx) ==
-                   MPI_SUCCESS ? 0 : -1;
+    return PMPI_Allgather(mine, (int)bytes, MPI_BYTE, all, (int)bytes, MPI_BYTE,
+                          *(MPI_Comm *)ctx) == MPI_SUCCESS
+               ? 0
+               : -1;
 }
 
 static void on_imm(void *ctx, int peer, uint32_t imm, uint32_t len)
@@ -82,7 +86,8 @@ static uint8_t *buf; /* [0, MAXSZ): landing area; [MAXSZ, 2 MAXSZ): source */
 static struct remote peer_mem;
 static uint32_t max_inline;
 
-static void post(int op, size_t size, uint32_t imm, unsigned flags, struct hb_tr_op *o)
+static void post(int op, size_t size, uint32_t imm, unsigned flags,
+                 struct hb_tr_op *o)
 {
     int peer = 1 - rank, rc;
     if (op != HB_TR_READ && size <= max_inline)
@@ -90,22 +95,24 @@ static void post(int op, size_t size, uint32_t imm, unsigned flags, struct hb_tr
     for (;;) {
         switch (op) {
         case HB_TR_WRITE:
-            rc = hb_transport_write(t, peer, buf + MAXSZ, size, mr->lkey, peer_mem.addr, peer_mem.rkey,
-                                    flags, o);
+            rc = hb_transport_write(t, peer, buf + MAXSZ, size, mr->lkey,
+                                    peer_mem.addr, peer_mem.rkey, flags, o);
             break;
         case HB_TR_WRITE_IMM:
-            rc = hb_transport_write_imm(t, peer, buf + MAXSZ, size, mr->lkey, peer_mem.addr,
-                                        peer_mem.rkey, imm, flags, o);
+            rc = hb_transport_write_imm(t, peer, buf + MAXSZ, size, mr->lkey,
+                                        peer_mem.addr, peer_mem.rkey, imm,
+                                        flags, o);
             break;
         default:
-            rc = hb_transport_read(t, peer, buf + MAXSZ, size, mr->lkey, peer_mem.addr, peer_mem.rkey,
-                                   flags, o);
+            rc = hb_transport_read(t, peer, buf + MAXSZ, size, mr->lkey,
+                                   peer_mem.addr, peer_mem.rkey, flags, o);
             break;
         }
         if (rc == HB_TR_OK)
             return;
         if (rc != HB_TR_AGAIN && rc != HB_TR_BUSY) {
-            fprintf(stderr, "rdma_lat: post failed (%d): %s\n", rc, hb_transport_peer_reason(t, peer));
+            fprintf(stderr, "rdma_lat: post failed (%d): %s\n", rc,
+                    hb_transport_peer_reason(t, peer));
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
         hb_transport_progress(t);
@@ -173,7 +180,8 @@ static void bench_read(size_t size, int iters)
             double t0 = now_us();
             post(HB_TR_READ, size, 0, HB_TR_F_SIGNAL, &o);
             if (hb_transport_wait(t, &o, NULL, NULL) != HB_TR_OK) {
-                fprintf(stderr, "rdma_lat: read failed: %s\n", hb_transport_peer_reason(t, 1));
+                fprintf(stderr, "rdma_lat: read failed: %s\n",
+                        hb_transport_peer_reason(t, 1));
                 MPI_Abort(MPI_COMM_WORLD, 3);
             }
             if (i >= 0)
@@ -200,17 +208,21 @@ static void bench_reg(void)
     struct ibv_pd *pd = hb_transport_pd(t);
     for (size_t size = 4096; size <= 4u << 20; size *= 2) {
         int reps = size <= (256u << 10) ? 41 : 15;
-        double *r = malloc(sizeof(double) * (size_t)reps), *d = malloc(sizeof(double) * (size_t)reps),
+        double *r = malloc(sizeof(double) * (size_t)reps),
+               *d = malloc(sizeof(double) * (size_t)reps),
                *c = malloc(sizeof(double) * (size_t)reps);
         uint8_t *a = NULL, *b = NULL;
-        if (posix_memalign((void **)&a, 4096, size) || posix_memalign((void **)&b, 4096, size))
+        if (posix_memalign((void **)&a, 4096, size) ||
+            posix_memalign((void **)&b, 4096, size))
             MPI_Abort(MPI_COMM_WORLD, 2);
         memset(a, 1, size);
         memset(b, 2, size);
         for (int i = 0; i < reps; i++) {
             double t0 = now_us();
-            struct ibv_mr *m = ibv_reg_mr(pd, a, size, IBV_ACCESS_LOCAL_WRITE |
-                                                           IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+            struct ibv_mr *m =
+                ibv_reg_mr(pd, a, size,
+                           IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                               IBV_ACCESS_REMOTE_READ);
             double t1 = now_us();
             if (!m) {
                 perror("rdma_lat: ibv_reg_mr");
@@ -227,9 +239,11 @@ static void bench_reg(void)
         qsort(d, (size_t)reps, sizeof(double), cmp_d);
         qsort(c, (size_t)reps, sizeof(double), cmp_d);
         double R = r[reps / 2], C = c[reps / 2];
-        printf("RESULT op=reg size=%zu reps=%d reg=%.2f dereg=%.2f per_page=%.3f copy=%.2f "
-               "reg_over_copy=%.1f\n", size, reps, R, d[reps / 2], R / (double)(size / 4096), C,
-               C > 0 ? R / C : 0);
+        printf(
+            "RESULT op=reg size=%zu reps=%d reg=%.2f dereg=%.2f per_page=%.3f copy=%.2f "
+            "reg_over_copy=%.1f\n",
+            size, reps, R, d[reps / 2], R / (double)(size / 4096), C,
+            C > 0 ? R / C : 0);
         fflush(stdout);
         free(a), free(b), free(r), free(d), free(c);
     }
@@ -264,11 +278,13 @@ int main(int argc, char **argv)
         MPI_Abort(MPI_COMM_WORLD, 2);
     memset(buf, 0, 2 * MAXSZ);
     mr = ibv_reg_mr(hb_transport_pd(t), buf, 2 * MAXSZ,
-                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+                    IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+                        IBV_ACCESS_REMOTE_READ);
     if (!mr)
         MPI_Abort(MPI_COMM_WORLD, 2);
     struct remote mine = {(uintptr_t)buf, mr->rkey, 0}, both[2];
-    PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, both, sizeof(mine), MPI_BYTE, comm);
+    PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, both, sizeof(mine), MPI_BYTE,
+                   comm);
     peer_mem = both[1 - rank];
     /* connect: both sides progress until the pair is up */
     double t0 = now_us();
@@ -276,7 +292,8 @@ int main(int argc, char **argv)
            hb_transport_peer_state(t, 1 - rank) != HB_PEER_CONNECTED) {
         hb_transport_progress(t);
         if (now_us() - t0 > 30e6) {
-            fprintf(stderr, "rdma_lat: no connection: %s\n", hb_transport_peer_reason(t, 1 - rank));
+            fprintf(stderr, "rdma_lat: no connection: %s\n",
+                    hb_transport_peer_reason(t, 1 - rank));
             MPI_Abort(MPI_COMM_WORLD, 3);
         }
     }
@@ -287,10 +304,11 @@ int main(int argc, char **argv)
     hb_transport_get_info(t, &in);
     max_inline = in.max_inline;
     if (rank == 0)
-        printf("INFO device=%s port=%d gid_index=%d gid_type=\"%s\" mtu=%d max_inline=%u "
-               "signal_every=%u sq=%u connect_us=%.0f\n", in.device, in.port, in.gid_index,
-               in.gid_type, in.active_mtu, in.max_inline, in.signal_every, in.sq_depth,
-               now_us() - t0);
+        printf(
+            "INFO device=%s port=%d gid_index=%d gid_type=\"%s\" mtu=%d max_inline=%u "
+            "signal_every=%u sq=%u connect_us=%.0f\n",
+            in.device, in.port, in.gid_index, in.gid_type, in.active_mtu,
+            in.max_inline, in.signal_every, in.sq_depth, now_us() - t0);
     for (size_t s = 8; s <= MAXSZ; s *= 2)
         bench_write(s, iters, 0);
     for (size_t s = 8; s <= MAXSZ; s *= 2)
