@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "report.h"
 #include "report_local.h"
@@ -75,6 +76,21 @@ static void render(FILE *out, int json, const struct hb_report *r,
     fflush(out);
 }
 
+/* A job started by MPI_Comm_spawn has a rank 0 of its own that writes a
+ * report of its own, with the same environment: its files get the process
+ * id in their name (PREFIX.spawned-PID.json) instead of overwriting the
+ * parent job's while it writes them. */
+static void report_path(char *path, size_t len, const char *prefix, int json)
+{
+    MPI_Comm parent = MPI_COMM_NULL;
+    const char *ext = json ? "json" : "txt";
+    PMPI_Comm_get_parent(&parent);
+    if (parent == MPI_COMM_NULL)
+        snprintf(path, len, "%s.%s", prefix, ext);
+    else
+        snprintf(path, len, "%s.spawned-%ld.%s", prefix, (long)getpid(), ext);
+}
+
 /* To PREFIX.txt / PREFIX.json, or rank 0's stderr. */
 static void write_one(const char *prefix, int json, const struct hb_report *r,
                       const struct hb_report_context *ctx)
@@ -84,7 +100,7 @@ static void write_one(const char *prefix, int json, const struct hb_report *r,
         return;
     }
     char path[4096];
-    snprintf(path, sizeof(path), "%s.%s", prefix, json ? "json" : "txt");
+    report_path(path, sizeof(path), prefix, json);
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "hotbuf: cannot write %s; report follows on stderr\n",
