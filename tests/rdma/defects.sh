@@ -69,10 +69,12 @@ json() {
 
 for mpi in openmpi mpich; do
     for mode in fence pscw lock; do pair $mpi win_madvise $mode; done
-    # the window stayed on hotbuf's RDMA, its registration renewed
-    for mode in fence pscw; do
-        json $mpi win_madvise $mode 'r["rma"]["republished"] > 0 and r["rma"]["ops_rdma"] > 0'
-    done
+    # the window stayed on hotbuf's RDMA, its registration renewed.  Under
+    # PSCW an origin routes only once the post's token has arrived, so on a
+    # loaded emulated machine every access may go to MPI ("epoch"): only
+    # the renewal is certain there.
+    json $mpi win_madvise fence 'r["rma"]["republished"] > 0 and r["rma"]["ops_rdma"] > 0'
+    json $mpi win_madvise pscw 'r["rma"]["republished"] > 0 and r["rma"]["windows_rdma"] > 0'
     pair $mpi mremap_whole
     pair $mpi self_pending
     [ $mpi = mpich ] && pair $mpi many_windows 1200 # MPICH has 2048 context ids
