@@ -1,0 +1,92 @@
+/* Point-to-point, receive side: hotbuf's own matcher over MPI's messages
+ * ("pull", ../shared/P2P-DESIGN.md §5.7).
+ *
+ * On a communicator in pull, hotbuf decides which receive every message
+ * goes to: it claims MPI's messages with PMPI_Improbe(ANY_SOURCE, ANY_TAG)
+ * and receives each with PMPI_Imrecv straight into the receive it matched.
+ * Part 2 merges ring messages into the same matcher.
+ *
+ * The bindings (pmpi/mpi_calls.def, "p2p:" hooks) call these functions
+ * only while hb_p2p_engaged is nonzero: some communicator is in pull, or
+ * hotbuf owns requests the application holds.  Otherwise they go straight
+ * to PMPI and this subsystem costs one load and a branch per call.
+ *
+ * Every function here has the semantics of the MPI function it is named
+ * after (arguments, return code, error handler), for every communicator:
+ * the ones not in pull go to PMPI inside.
+ */
+#ifndef HOTBUF_P2P_H
+#define HOTBUF_P2P_H
+
+#include <mpi.h>
+
+/* Nonzero while any wrapper must ask this subsystem (read inline by
+ * every receive-side binding, which has no context). */
+extern int hb_p2p_engaged;
+
+/* Receives. */
+int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                int tag, MPI_Comm comm, MPI_Status *st);
+int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                 int tag, MPI_Comm comm, MPI_Request *req);
+int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                     int tag, MPI_Comm comm, MPI_Request *req);
+int hb_p2p_start(MPI_Request *req);
+int hb_p2p_startall(int n, MPI_Request reqs[]);
+int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
+                    int dest, int stag, void *rbuf, MPI_Count rcount,
+                    MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                    MPI_Status *st);
+int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
+                            int dest, int stag, int source, int rtag,
+                            MPI_Comm comm, MPI_Status *st);
+/* MPI-4 (MPICH 4.0): nonblocking send + receive in one request. */
+int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
+                     int dest, int stag, void *rbuf, MPI_Count rcount,
+                     MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                     MPI_Request *req);
+int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
+                             int dest, int stag, int source, int rtag,
+                             MPI_Comm comm, MPI_Request *req);
+
+/* Probes.  Matched probes hand out real MPI_Message handles: Mrecv and
+ * Imrecv go to PMPI unchanged. */
+int hb_p2p_probe(int source, int tag, MPI_Comm comm, MPI_Status *st);
+int hb_p2p_iprobe(int source, int tag, MPI_Comm comm, int *flag,
+                  MPI_Status *st);
+int hb_p2p_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg,
+                  MPI_Status *st);
+int hb_p2p_improbe(int source, int tag, MPI_Comm comm, int *flag,
+                   MPI_Message *msg, MPI_Status *st);
+
+/* Completion: arrays may mix hotbuf's requests and MPI's. */
+int hb_p2p_wait(MPI_Request *req, MPI_Status *st);
+int hb_p2p_test(MPI_Request *req, int *flag, MPI_Status *st);
+int hb_p2p_waitall(int n, MPI_Request reqs[], MPI_Status sts[]);
+int hb_p2p_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[]);
+int hb_p2p_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st);
+int hb_p2p_testany(int n, MPI_Request reqs[], int *index, int *flag,
+                   MPI_Status *st);
+int hb_p2p_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                    MPI_Status sts[]);
+int hb_p2p_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
+                    MPI_Status sts[]);
+int hb_p2p_request_get_status(MPI_Request req, int *flag, MPI_Status *st);
+int hb_p2p_cancel(MPI_Request *req);
+int hb_p2p_request_free(MPI_Request *req);
+
+/* Communicators.  hb_p2p_comm_created runs after every successful
+ * constructor (C and Fortran, engaged or not), with the new handle
+ * (MPI_COMM_NULL on ranks that got none); hb_p2p_comm_free does the whole
+ * MPI_Comm_free (hotbuf may keep the communicator until its pending
+ * receives complete) and hb_p2p_comm_disconnect the whole
+ * MPI_Comm_disconnect. */
+void hb_p2p_comm_created(MPI_Comm comm);
+int hb_p2p_comm_free(MPI_Comm *comm);
+int hb_p2p_comm_disconnect(MPI_Comm *comm);
+
+/* MPI_TAG_UB as the application sees it: one tag below MPI's is kept for
+ * hotbuf's in-band markers (part 2) while point-to-point is on. */
+int hb_p2p_tag_ub_hidden(void);
+
+#endif
