@@ -12,7 +12,7 @@
 
 /* ---- injectable environment and warning sink ---------------------------- */
 
-#define MAX_ENV 32
+#define MAX_ENV 64
 #define MAX_WARN 32
 
 static const char *env_name[MAX_ENV], *env_value[MAX_ENV];
@@ -117,6 +117,8 @@ static const struct {
     {"HOTBUF_AG_ZCOPY", "8192"},
     {"HOTBUF_AG_RING", "65536"},
     {"HOTBUF_AG_BUFFER", "131072"},
+    {"HOTBUF_P2P", "1"},
+    {"HOTBUF_P2P_PULL", "auto"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -476,6 +478,8 @@ static const struct {
     {"HOTBUF_AG_ZCOPY", "4K"},
     {"HOTBUF_AG_RING", "1M"},
     {"HOTBUF_AG_BUFFER", "64K"},
+    {"HOTBUF_P2P", "0"},
+    {"HOTBUF_P2P_PULL", "all"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 
