@@ -132,6 +132,27 @@ behaviour_launcher() { # picks the flavour from the launcher, passes HOTBUF_* to
     fi
 }
 
+behaviour_launcher_srun() { # srun: flavour from the program, LD_PRELOAD via --export only
+    local d=$work/launcher-srun o m n e x; mkdir -p "$d/bin"
+    printf '#!/bin/sh\necho "srun: $*"\n' >"$d/bin/srun" && chmod +x "$d/bin/srun"
+    local run=(env PATH="$d/bin:$PATH" tools/hotbuf-run --dry-run)
+    local ol ml; ol=$(readlink -f build/openmpi/libhotbuf.so) ml=$(readlink -f build/mpich/libhotbuf.so)
+    o=$(HOTBUF_X_TEST=1 "${run[@]}" -- srun -n 2 --mpi=pmix build/openmpi/tests/reuse_known 2>&1 | tr -d '\\')
+    m=$(LD_PRELOAD=libm.so.6 "${run[@]}" -- srun -N 1 -n 2 build/mpich/tests/reuse_known 2>&1 | tr -d '\\')
+    n=$(HOTBUF_X_TEST=1 "${run[@]}" --mpi=mpich -- srun --export NONE -n 1 ./a.out 2>&1 | tr -d '\\')
+    e=$(HOTBUF_X_TEST=1 SLURM_EXPORT_ENV=PATH,HOME "${run[@]}" -- srun -n 1 build/mpich/tests/reuse_known 2>&1 | tr -d '\\')
+    x=$("${run[@]}" -- srun -n 2 sh -c true 2>&1)
+    if [ "$o" = "srun --export=ALL,LD_PRELOAD=$ol -n 2 --mpi=pmix build/openmpi/tests/reuse_known " ] &&
+       [ "$m" = "srun --export=ALL,LD_PRELOAD=$ml:libm.so.6 -N 1 -n 2 build/mpich/tests/reuse_known " ] &&
+       [ "$n" = "srun --export LD_PRELOAD=$ml,HOTBUF_X_TEST -n 1 ./a.out " ] &&
+       [ "$e" = "srun --export=PATH,HOME,LD_PRELOAD=$ml,HOTBUF_X_TEST -n 1 build/mpich/tests/reuse_known " ] &&
+       [[ $x == "hotbuf-run: cannot tell which MPI 'srun' runs; pass --mpi="* ]]; then
+        pass "launcher_srun"
+    else
+        fail "launcher_srun" "unexpected srun command: $o / $m / $n / $e / $x"
+    fi
+}
+
 behaviour_mpmd() { # every application context of an MPMD launch runs with hotbuf
     local mpi=$1 d=$work/mpmd-$1 prog=build/$1/tests/reuse_known; mkdir -p "$d"
     local l; l=$(launcher "$mpi" 1)
@@ -212,3 +233,4 @@ for mpi in openmpi mpich; do
     behaviour_mpmd_fortran $mpi
 done
 selected launcher && behaviour_launcher
+selected launcher_srun && behaviour_launcher_srun
