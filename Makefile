@@ -8,6 +8,10 @@
 #   make test-rdma            the verbs tests alone
 #   make bench                pass-through overhead benchmarks (not timed tests)
 #   make demo                 run the bundled demo under hotbuf
+#   make install PREFIX=/opt/hotbuf [DESTDIR=...]
+#                             the library of every built flavour, hotbuf-run,
+#                             hotbuf-report, the demo, man pages, a module file
+#   make uninstall PREFIX=... [DESTDIR=...]
 
 # Which MPI `mpicc` points to, when MPI= is not given.
 MPICC_PATH := $(realpath $(shell command -v mpicc 2>/dev/null))
@@ -59,7 +63,7 @@ GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC)) $(GEN_OBJ)
 
-.PHONY: all all-mpi test test-rdma bench demo deps clean print-mpi format format-check
+.PHONY: all all-mpi test test-rdma bench demo deps clean print-mpi print-version format format-check
 all: $(LIB)
 
 all-mpi:
@@ -134,6 +138,9 @@ deps:
 print-mpi:
 	@echo $(MPI)
 
+print-version:
+	@echo $(VERSION)
+
 test: deps
 	@tests/run-tests.sh
 
@@ -185,6 +192,62 @@ bench-rdma: deps rdma-tests
 	@scripts/rxe-vm.sh build/tools/bench-regcache
 	@tools/bench/run-bench-rma.sh
 	@tools/bench/run-bench-ag.sh
+
+# ---- installation ------------------------------------------------------------------
+# PREFIX/bin/hotbuf-run finds PREFIX/lib/hotbuf/<mpi>/libhotbuf.so relative
+# to its own location, so the tree can be moved or staged with DESTDIR; only
+# the module file names PREFIX.  Installed: the library and the demo
+# program of $(MPI) and of every other flavour built here (`make all-mpi`
+# first for both), each (re)built if needed.
+PREFIX  ?= /usr/local
+DESTDIR ?=
+VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
+IROOT   := $(DESTDIR)$(PREFIX)
+FLAVOURS := $(sort $(MPI) $(patsubst build/%/libhotbuf.so,%,$(wildcard build/*/libhotbuf.so)))
+# Scripts installed to PREFIX/bin, each with a man page from its --help.
+# hotbuf-report (the HTML report) joins when tools/hotbuf-report exists.
+SCRIPTS := hotbuf-run $(notdir $(wildcard tools/hotbuf-report))
+MAN_SECTIONS := Use Install Configuration "The report" "How it works"
+MAN_PAGES := build/man/hotbuf.7 $(patsubst %,build/man/%.1,$(SCRIPTS))
+SUMMARY_hotbuf-run    := run an MPI job with hotbuf preloaded on every rank
+SUMMARY_hotbuf-report := hotbuf's report as an HTML page
+
+.PHONY: man install uninstall
+man: $(MAN_PAGES)
+
+build/man/hotbuf.7: README.md scripts/mkman.py
+	@mkdir -p $(dir $@)
+	python3 scripts/mkman.py readme README.md $(MAN_SECTIONS) >$@.tmp && mv $@.tmp $@
+
+build/man/%.1: tools/% scripts/mkman.py
+	@mkdir -p $(dir $@)
+	tools/$* --help | python3 scripts/mkman.py help $* "$(SUMMARY_$*)" >$@.tmp && mv $@.tmp $@
+
+install: man
+	@for f in $(FLAVOURS); do $(MAKE) --no-print-directory MPI=$$f \
+	    build/$$f/libhotbuf.so build/$$f/tools/hotbuf-demo || exit 1; done
+	install -d $(IROOT)/bin $(IROOT)/share/man/man1 $(IROOT)/share/man/man7 \
+	    $(IROOT)/share/modulefiles/hotbuf $(IROOT)/share/doc/hotbuf
+	install -m 755 $(addprefix tools/,$(SCRIPTS)) $(IROOT)/bin/
+	@set -e; for f in $(FLAVOURS); do \
+	    echo "install build/$$f/libhotbuf.so -> $(IROOT)/lib/hotbuf/$$f/"; \
+	    install -D -m 755 build/$$f/libhotbuf.so $(IROOT)/lib/hotbuf/$$f/libhotbuf.so; \
+	    install -D -m 755 build/$$f/tools/hotbuf-demo $(IROOT)/libexec/hotbuf/$$f/hotbuf-demo; \
+	done
+	install -m 644 $(filter %.1,$(MAN_PAGES)) $(IROOT)/share/man/man1/
+	install -m 644 build/man/hotbuf.7 $(IROOT)/share/man/man7/
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' scripts/modulefile.tcl \
+	    >$(IROOT)/share/modulefiles/hotbuf/$(VERSION)
+	install -m 644 README.md tools/demo/hotbuf-demo.c $(IROOT)/share/doc/hotbuf/
+
+# Removes what install puts there, whichever flavours and version it was
+# (hotbuf's own folders whole; PREFIX's bin, lib, share... stay).
+uninstall:
+	rm -f $(IROOT)/bin/hotbuf-run $(IROOT)/bin/hotbuf-report \
+	    $(IROOT)/share/man/man1/hotbuf-run.1 $(IROOT)/share/man/man1/hotbuf-report.1 \
+	    $(IROOT)/share/man/man7/hotbuf.7
+	rm -rf $(IROOT)/lib/hotbuf $(IROOT)/libexec/hotbuf $(IROOT)/share/modulefiles/hotbuf \
+	    $(IROOT)/share/doc/hotbuf
 
 # ---- formatting (.clang-format) ---------------------------------------------------
 # C sources and headers only: the .def X-macro tables keep their hand-made
