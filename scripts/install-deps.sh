@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Installs what hotbuf needs to build, test and benchmark on Debian 12.
 # Idempotent: skips apt entirely when every package is already present.
-#   scripts/install-deps.sh          build + host tests (Open MPI, MPICH, verbs headers)
+#   scripts/install-deps.sh          build + host tests (Open MPI, MPICH, verbs headers;
+#                                    SLURM for the srun tests, Environment Modules and
+#                                    man for the installation tests)
 #   scripts/install-deps.sh --vm     also the soft-RoCE guest (qemu, kernel, busybox, perftest)
 set -eu
 
 pkgs="build-essential gfortran pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev
       libunwind-dev libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
-      uthash-dev libdw-dev valgrind python3"
+      uthash-dev libdw-dev valgrind python3
+      slurmctld slurmd slurm-client environment-modules man-db"
 if [ "${1:-}" = "--vm" ]; then
     pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
           perftest iproute2 spin"

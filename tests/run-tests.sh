@@ -17,7 +17,12 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export OMPI_MCA_btl=self,vader,tcp OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 unset $(compgen -e | grep '^HOTBUF_') 2>/dev/null
 work=$(mktemp -d /tmp/hotbuf-tests.XXXXXX)
-[ -n "${TESTS_KEEP:-}" ] && echo "keeping $work" || trap 'rm -rf "$work"' EXIT
+[ -n "${TESTS_KEEP:-}" ] && echo "keeping $work"
+cleanup() { # daemons a test started (tests/slurm.sh), then the logs
+    declare -F slurm_stop >/dev/null && slurm_stop
+    [ -n "${TESTS_KEEP:-}" ] || rm -rf "$work"
+}
+trap cleanup EXIT
 passed=0 failed=0 failures=""
 
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
@@ -157,6 +162,12 @@ done
 
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
+
+# ---- installation, and hotbuf-run under SLURM -----------------------------------------
+source tests/install.sh
+install_tests
+source tests/slurm.sh
+slurm_tests
 
 # ---- verbs tests, in the soft-RoCE guest -------------------------------------------
 # The guest boots the Debian kernel under TCG in seconds; the suite takes
