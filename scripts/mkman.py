@@ -5,7 +5,7 @@
       the README's sections of those names (## headings), in that order,
       after the text above its first section, as hotbuf(7)
   mkman.py help NAME SUMMARY < help.txt > NAME.1
-      a --help text as NAME(1): its first line "Usage: ..." is the
+      a --help text as NAME(1): a first line "Usage: ..." is the
       synopsis, option lines "  --x  text" become tagged paragraphs
 
 The README's markdown is a small subset (headings, paragraphs, "* "
@@ -126,28 +126,41 @@ def readme(path, names):
 
 
 def helptext(name, summary, text):
+    """A --help text: "Usage: ..." (or argparse's "usage: ..." and its
+    continuation lines) is the synopsis; indented lines right under a
+    one-line usage are examples; "  -x, --opt  text" lines are options."""
     lines = text.rstrip("\n").split("\n")
-    if not lines or not lines[0].startswith("Usage: "):
-        sys.exit(f"mkman: {name} --help does not start with 'Usage: '")
     out = header(name, 1, summary)
-    out += [".SH SYNOPSIS", esc(lines[0][len("Usage: "):]), ".SH DESCRIPTION"]
-    i, examples = 1, []
-    while i < len(lines) and lines[i].startswith("  "):  # examples under the usage line
-        examples.append(re.sub(r"^e\.g\. ", "", lines[i].strip()))
-        i += 1
-    para = []
+    i, examples = 0, []
+    m = re.match(r"[Uu]sage: (.*)", lines[0]) if lines else None
+    if m:
+        synopsis = [m.group(1)]
+        i = 1
+        while i < len(lines) and lines[i].startswith(" " * 7):  # argparse wraps the usage
+            synopsis.append(lines[i].strip())
+            i += 1
+        while i < len(lines) and lines[i].startswith("  "):  # examples under the usage line
+            examples.append(re.sub(r"^e\.g\. ", "", lines[i].strip()))
+            i += 1
+        out += [".SH SYNOPSIS", esc(" ".join(synopsis))]
+    out += [".SH DESCRIPTION"]
+    para, prev = [], ""
     for line in lines[i:] + [""]:
-        m = re.match(r"  (\S+(?: \S+)*?)\s{2,}(\S.*)", line)
+        m = re.match(r"  (\S+(?: \S+)*?)\s{2,}(\S.*)", line) or re.match(r"  (-\S.*)()$", line)
         tag = m is not None and not line.startswith("   ")
         cont = line.startswith("   ")
-        if line.strip() and not tag and not cont:
+        heading = not para and not prev.strip() and re.match(r"\S.{0,78}:$", line)
+        prev = line
+        if line.strip() and not tag and not cont and not heading:
             para.append(line.strip())
             continue
         if para:
             out += [".PP", esc(" ".join(para))]
             para = []
-        if tag:
-            out += [".TP", "\\fB" + esc(m.group(1)) + "\\fR", esc(m.group(2))]
+        if heading:
+            out += [".SS " + esc(line[:-1])]
+        elif tag:
+            out += [".TP", "\\fB" + esc(m.group(1)) + "\\fR"] + ([esc(m.group(2))] if m.group(2) else [])
         elif cont:
             out.append(esc(line.strip()))
     if examples:

@@ -36,6 +36,7 @@ install_files() { (cd "$1" && find . -type f -o -type l | sed 's|^\./||' | sort)
 
 install_tree() { # PREFIX
     local p=$1 version
+    selected install/tree || return 0
     version=$(make --no-print-directory -s print-version)
     if ! diff <(install_expected "$version") <(install_files "$p") >"$work/install/tree.diff"; then
         fail install/tree "installed files differ from the expected list" "$work/install/tree.diff"
@@ -150,7 +151,11 @@ install_man() { # PREFIX
 }
 
 install_tests() {
-    selected install/ || return 0
+    local n any=0
+    for n in tree demo_openmpi demo_mpich module man destdir uninstall; do
+        selected "install/$n" && any=1
+    done
+    [ $any = 1 ] || return 0
     local p=$work/install/prefix t0=$SECONDS
     mkdir -p "$work/install"
     if ! make --no-print-directory -s install PREFIX="$p" >"$work/install/make.log" 2>&1; then

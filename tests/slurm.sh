@@ -158,8 +158,9 @@ slurm_export() {
 }
 
 slurm_tests() {
-    selected slurm/ || return 0
-    local missing="" c
+    local missing="" c any=0
+    for c in openmpi mpich preload_ranks_only export; do selected "slurm/$c" && any=1; done
+    [ $any = 1 ] || return 0
     for c in slurmctld slurmd srun sinfo; do command -v $c >/dev/null || missing="$missing $c"; done
     if [ -n "$missing" ]; then
         echo "SKIP slurm/*: not installed:$missing (scripts/install-deps.sh installs slurm-wlm)"
