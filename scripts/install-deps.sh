@@ -11,7 +11,11 @@ pkgs="build-essential gfortran pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev
       libunwind-dev libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
       uthash-dev libdw-dev valgrind python3
-      slurmctld slurmd slurm-client environment-modules man-db"
+      slurmctld slurmd slurm-client man-db"
+# The module-file test needs a module system: Lmod if the host has it
+# (it conflicts with Environment Modules), else Environment Modules.
+installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
+installed lmod || pkgs="$pkgs environment-modules"
 if [ "${1:-}" = "--vm" ]; then
     pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
           perftest iproute2 spin"
@@ -19,8 +23,7 @@ fi
 
 missing=""
 for p in $pkgs; do
-    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
-        missing="$missing $p"
+    installed "$p" || missing="$missing $p"
 done
 [ -z "$missing" ] && exit 0
 
