@@ -100,6 +100,7 @@ slurm_demo() { # FLAVOUR PMI-PLUGIN
 # environment must see the library (the check can fail).
 slurm_srun_clean() { # PID -> "clean" or what it found
     local found=""
+    [ -r "/proc/$1/maps" ] || { echo "srun ended before the check"; return; }
     tr '\0' '\n' <"/proc/$1/environ" | grep -q '^LD_PRELOAD=' && found="LD_PRELOAD in srun's environment"
     grep -q libhotbuf "/proc/$1/maps" && found="$found libhotbuf mapped in srun"
     echo "${found:-clean}"
@@ -107,28 +108,36 @@ slurm_srun_clean() { # PID -> "clean" or what it found
 
 slurm_watch() { # OUT-FILE PID: waits for the task's line, then looks at srun
     local i
-    for i in $(seq 100); do
+    for i in $(seq 600); do # the task then sleeps 3 s
         [ -s "$1" ] && break
         sleep 0.1
     done
     slurm_srun_clean "$2"
 }
 
+# Runs CMD in the background with its own PID (no timeout in between:
+# that PID must be srun's once hotbuf-run has exec'd it), killed after 60 s.
+slurm_bg() { # OUT-FILE CMD...
+    local out=$1; shift
+    "$@" >"$out" 2>"$out.err" &
+    slurm_bg_pid=$!
+    (sleep 60; kill $slurm_bg_pid 2>/dev/null) &
+    slurm_bg_dog=$!
+}
+
 slurm_preload_path() {
     selected slurm/preload_ranks_only || return 0
-    local d=$slurm_work/preload lib; mkdir -p "$d"
+    local d=$slurm_work/preload lib hb ctl; mkdir -p "$d"
     local task=(sh -c 'echo "rank LD_PRELOAD=$LD_PRELOAD"; sleep 3')
     lib=$(readlink -f build/openmpi/libhotbuf.so)
-    timeout 60 tools/hotbuf-run --mpi=openmpi -- srun -n 1 "${task[@]}" >"$d/hb.out" 2>"$d/hb.err" &
-    local pid=$! hb ctl
-    hb=$(slurm_watch "$d/hb.out" $pid)
-    wait $pid
-    LD_PRELOAD=$lib timeout 60 srun -n 1 "${task[@]}" >"$d/ctl.out" 2>"$d/ctl.err" &
-    pid=$!
-    ctl=$(slurm_watch "$d/ctl.out" $pid)
-    wait $pid
+    slurm_bg "$d/hb.out" tools/hotbuf-run --mpi=openmpi -- srun -n 1 "${task[@]}"
+    hb=$(slurm_watch "$d/hb.out" $slurm_bg_pid)
+    wait $slurm_bg_pid; kill $slurm_bg_dog 2>/dev/null; wait $slurm_bg_dog 2>/dev/null
+    slurm_bg "$d/ctl.out" env LD_PRELOAD="$lib" srun -n 1 "${task[@]}"
+    ctl=$(slurm_watch "$d/ctl.out" $slurm_bg_pid)
+    wait $slurm_bg_pid; kill $slurm_bg_dog 2>/dev/null; wait $slurm_bg_dog 2>/dev/null
     if [ "$(cat "$d/hb.out")" != "rank LD_PRELOAD=$lib" ]; then
-        fail slurm/preload_ranks_only "the rank did not get LD_PRELOAD=$lib" "$d/hb.out"
+        fail slurm/preload_ranks_only "the rank did not get LD_PRELOAD=$lib" "$d/hb.out.err"
     elif [ "$hb" != clean ]; then
         fail slurm/preload_ranks_only "hotbuf-run's srun: $hb"
     elif [ "$ctl" != "LD_PRELOAD in srun's environment libhotbuf mapped in srun" ]; then
