@@ -70,6 +70,26 @@ if selected model/ag_flags; then
     fi
 fi
 
+# The receiver-pull point-to-point protocol (tests/model/p2p_pull.pml, spin,
+# P2P-DESIGN.md §5.14): the design must pass, and each broken variant must
+# fail with its counter-example (one test each, same script).
+if selected model/p2p_pull; then
+    if timeout 600 tests/model/run_spin.sh correct >"$work/p2p-model.log" 2>&1; then
+        pass model/p2p_pull
+    else
+        fail model/p2p_pull "the model fails (or spin is missing)" "$work/p2p-model.log"
+    fi
+fi
+for v in no_hook count_grant broken_release reset_stamps resend_in_order naive_resend \
+    recover_no_marker migrate_partial; do
+    selected "model/p2p_pull_$v" || continue
+    if timeout 300 tests/model/run_spin.sh $v >"$work/p2p-model-$v.log" 2>&1; then
+        pass "model/p2p_pull_$v"
+    else
+        fail "model/p2p_pull_$v" "the broken variant was not caught" "$work/p2p-model-$v.log"
+    fi
+done
+
 # ---- unit tests ----------------------------------------------------------------
 for t in build/unit/test_*; do
     [ -x "$t" ] || continue

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# Checks the receiver-pull protocol model (tests/model/p2p_pull.pml) with
+# spin: the correct model must pass in every configuration (0 errors), and
+# every broken variant must fail (spin finds its counter-example, printed).
+# Exit status 0 only when all of that holds.
+#   tests/model/run_spin.sh [NAME...]   NAME: correct, or a variant below;
+#                                       no NAME: everything
+# Each run: spin -a, cc -O0 pan.c (compiling with -O1 costs more than it
+# saves on these sizes), ./pan exhaustive with -DCOLLAPSE, in a temp dir.
+# "cycles" checks that the model has no cycle at all (-DNP, ./pan -l), so
+# every execution is finite and the progress rule checked where nothing
+# can move (the model's Watchdog) covers liveness.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+model=$here/p2p_pull.pml
+for tool in spin cc; do
+    command -v $tool >/dev/null || { echo "run_spin: $tool not found"; exit 2; }
+done
+work=$(mktemp -d /tmp/hotbuf-spin.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+
+# Bounds per configuration (see the model's header).  The state space grows
+# with every nondeterministic choice of B's program, so each configuration
+# keeps only the choices its properties need:
+#  order  3 A + 1 C messages, 3 receives (src A|ANY, tag 0|ANY): grant,
+#         markers, stamps, credits, migration, the collective
+#  probe  2 A + 1 C messages, 2 receives, every pattern, Probe+Recv,
+#         Mprobe+Mrecv, Cancel
+#  fault  3 A messages, 2 receives, one QP error
+#  stamps 4 A messages, 3 receives (ANY, ANY): two markers in one period
+#  cycles 2 A + 1 C messages, 2 receives (ANY, ANY), every operation, one
+#         QP error
+order="-DNA=3 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+probe="-DNA=2 -DNC=1 -DNR=2"
+fault="-DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+stamps="-DNA=4 -DNC=0 -DNR=3 -DPAT_FIXED -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+cycles="-DFAULT -DNA=2 -DNC=1 -DNR=2 -DPAT_FIXED"
+
+# name | expectation | flags
+runs=(
+    "order|pass|$order"
+    "probe|pass|$probe"
+    "fault|pass|$fault"
+    "stamps|pass|$stamps"
+    "cycles|pass|$cycles -DNP"
+    "no_hook|fail|$order -DNO_HOOK"
+    "count_grant|fail|$order -DCOUNT_GRANT"
+    "broken_release|fail|$order -DBROKEN_RELEASE"
+    "reset_stamps|fail|$stamps -DRESET_STAMPS"
+    "resend_in_order|fail|$fault -DRESEND_IN_ORDER"
+    "naive_resend|fail|$fault -DNAIVE_RESEND"
+    "recover_no_marker|fail|$fault -DRECOVER_NO_MARKER"
+    "migrate_partial|fail|$probe -DMIGRATE_PARTIAL"
+)
+
+wanted() { # run name: selected by the arguments?
+    [ $# -eq 1 ] && return 0
+    local name=$1; shift
+    for w in "$@"; do
+        [ "$w" = "$name" ] && return 0
+        [ "$w" = correct ] && [ "${expect:-}" = pass ] && return 0
+    done
+    return 1
+}
+
+status=0 ran=0
+for run in "${runs[@]}"; do
+    IFS='|' read -r name expect flags <<<"$run"
+    wanted "$name" "$@" || continue
+    ran=$((ran + 1))
+    dir=$work/$name
+    mkdir -p "$dir" && cp "$model" "$dir/" && cd "$dir" || exit 2
+    mode=-DSAFETY panflags=
+    case $flags in *-DNP*) mode=-DNP panflags=-l ;; esac
+    if ! spin -a $flags p2p_pull.pml >spin.log 2>&1 ||
+        ! cc -O0 -w $mode -DCOLLAPSE -o pan pan.c >cc.log 2>&1; then
+        echo "FAIL $name: the verifier does not build"; cat spin.log cc.log | tail -5
+        status=1; continue
+    fi
+    start=$(date +%s.%N)
+    ./pan -m100000 $panflags >pan.log 2>&1
+    secs=$(echo "$(date +%s.%N) - $start" | bc)
+    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -1)
+    states=$(awk '/states, stored/ {print $1; exit}' pan.log)
+    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.log | head -1)
+    summary=$(printf '%s states, depth %s, %.1f s' "${states:-?}" "${depth:-?}" "$secs")
+    if [ -z "$errors" ] || grep -q 'max search depth too small' pan.log; then
+        echo "FAIL $name: the search did not complete ($summary)"; tail -5 pan.log
+        status=1; continue
+    fi
+    if [ "$expect" = pass ]; then
+        if [ "$errors" = 0 ]; then
+            echo "PASS $name: 0 errors, $summary"
+        else
+            echo "FAIL $name: $errors error(s), $summary"; grep 'pan:1' pan.log
+            spin -t -T $flags p2p_pull.pml 2>&1 | grep -v '^\s*$' | sed -n '1,40p'
+            status=1
+        fi
+    else
+        if [ "$errors" != 0 ] && [ -f p2p_pull.pml.trail ]; then
+            trace=$(spin -t -T $flags p2p_pull.pml 2>&1)
+            line=$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:\([0-9]*\), Error.*/\1/p' | head -1)
+            if [ -n "$line" ]; then
+                kind="$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:[0-9]*, Error: //p' | head -1): $(sed -n "${line}p" p2p_pull.pml | sed -n 's|.*/\* *\(.*\) \*/.*|\1|p')"
+            else
+                kind=$(grep -m1 'pan:1' pan.log | sed 's/^pan:1: //')
+            fi
+            echo "PASS $name: fails as it must ($kind; $summary); the counter-example:"
+            echo "$trace" | sed -n '/^spin: /q; /^\s*$/d; s/^/    /p' | tail -25
+        else
+            echo "FAIL $name: the broken variant was not caught ($summary)"
+            status=1
+        fi
+    fi
+    cd "$work" || exit 2
+done
+[ $ran -gt 0 ] || { echo "run_spin: no run named $*"; exit 2; }
+exit $status
