@@ -51,6 +51,7 @@ CORE_SRC := $(UTIL_SRC) shim/config/config.c \
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
+            $(wildcard shim/p2p/*.c) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c)
 HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h regcache/*.h)
