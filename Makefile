@@ -96,6 +96,10 @@ build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) $(wildcard tests/unit/*.h
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -Itests/unit -DHB_SOURCE_DIR='"$(CURDIR)"' \
 	    -o $@ $< $(UNIT_LIBSRC) $(LIBS)
 
+# MPI-free parts of the point-to-point subsystem, with their unit tests.
+build/unit/test_p2p_name: shim/p2p/p2p_name.c
+build/unit/test_p2p_name: UNIT_LIBSRC += shim/p2p/p2p_name.c
+
 MPI_TEST_C   := $(wildcard tests/mpi/*.c)
 MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
 MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
