@@ -49,6 +49,8 @@ class Param:
         t = self.ctype
         base = t.replace("const", "").replace("*", "").strip()
         if self.is_array:
+            if base == "int" and kind in ("", "logical", "weights"):
+                return "weights" if kind == "weights" else "ints"
             if t == "MPI_Status":
                 return "statuses"
             if t == "MPI_Request" and kind in ("in", "out", "inout"):
@@ -95,7 +97,8 @@ class Row:
             sys.exit(f"{where}: MPI_{self.name}: bad hooks {sorted(keys)}")
         names = {p.name for p in self.params}
         for p in self.params:
-            if p.is_array and p.count not in names:
+            if p.is_array and p.count not in names and not (
+                    p.kind in ("ints", "weights") and not p.count):
                 sys.exit(f"{where}: {p.name}[{p.count}]: no such parameter")
 
     @property
@@ -225,6 +228,8 @@ def f_decl(p):
         return f"void *{p.name}"
     if p.kind == "aint":
         return f"const MPI_Aint *{p.name}"
+    if p.kind in ("ints", "weights"):
+        return f"const MPI_Fint *{p.name}"
     if p.kind in ("int", "handle"):
         return f"const MPI_Fint *{p.name}"
     return f"MPI_Fint *{p.name}"
@@ -244,6 +249,10 @@ def f_convert(row):
             args.append(f"*{n}")
         elif p.kind == "handle":
             args.append(f"PMPI_{h}_f2c(*{n})")
+        elif p.kind == "ints":      # INTEGER or LOGICAL array (gfortran's
+            args.append(f"(const int *){n}")  # .TRUE. is 1): as it is
+        elif p.kind == "weights":   # MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY
+            args.append(f"hb_f_weights({n})")
         elif p.kind in ("handle_out", "handle_inout"):
             init = f" = PMPI_{h}_f2c(*{n})" if p.kind == "handle_inout" else ""
             pre.append(f"{p.ctype.rstrip('* ')} {n}_c{init};")
@@ -391,6 +400,7 @@ def main():
  * entry points each MPI's Fortran interfaces use. */
 #include "bodies.h"
 #include "pmpi/f_convert.h"
+#include "pmpi/f_weights.h"
 #include "pmpi/mpi_library.h"
 
 """ + "\n\n".join(code) + "\n")

@@ -1,0 +1,55 @@
+/* The names table's inside, shared by the table (p2p_names.c) and the
+ * constructors' hooks (p2p_names_ctor.c). */
+#ifndef HOTBUF_P2P_NAMES_INT_H
+#define HOTBUF_P2P_NAMES_INT_H
+
+#include "p2p_names.h"
+
+/* An idup's check in flight: the buffers MPI writes into, apart from the
+ * entry (which a free may delete first). */
+struct hb_names_check {
+    struct hb_names_check *next;
+    struct hb_names_entry *entry; /* NULL once the communicator is gone */
+    MPI_Request req;
+    uint64_t in[5], out[5];
+};
+
+struct hb_names_entry {
+    struct hb_names_entry *next;
+    MPI_Comm comm;
+    struct hb_p2p_name name;
+    int status;
+    int has_name; /* name can seed children: named, or an intercomm's hidden one */
+    int size;     /* to recognise the communicator at a late first lookup */
+    int tracked; /* carries the delete attribute */
+    struct hb_names_check *check;
+    struct hb_p2p_ordinals ord; /* its children's sequence numbers */
+};
+
+/* Module state (reached by the wrappers without a context). */
+#define HB_NAMES_BUCKETS 1024
+struct hb_names_state {
+    struct hb_names_entry *bucket[HB_NAMES_BUCKETS];
+    struct hb_names_check *checks; /* idup checks in flight */
+    struct hb_p2p_ordinals global; /* parentless constructors */
+    struct hb_p2p_names_counts counts;
+    int keyval; /* MPI_KEYVAL_INVALID until first use */
+    int keyval_ready;
+};
+extern struct hb_names_state hb_names;
+
+/* Under hb_lock().  find: NULL if absent (WORLD and SELF are made on
+ * first use); put: a fresh entry for comm, replacing any older one (NULL:
+ * no memory). */
+struct hb_names_entry *hb_names_find(MPI_Comm comm);
+struct hb_names_entry *hb_names_put(MPI_Comm comm);
+
+/* Not under the lock: attaches the delete attribute (entry leaves the
+ * table when comm is freed).  0 or an MPI error. */
+int hb_names_track(MPI_Comm comm);
+
+/* Resolves a finished check: the verdict into its entry (if any). */
+void hb_names_check_done(struct hb_names_check *c);
+int hb_names_verdict(const uint64_t out[5]);
+
+#endif

@@ -1,0 +1,254 @@
+/* Communicator names across processes (shim/p2p/p2p_names.h).
+ *
+ * Builds dup, dup_with_info, idup, split, split_type, create,
+ * create_group, cart, cart_sub, graph, dist_graph(_adjacent),
+ * intercomm_create and merge communicators, frees one and makes another
+ * (handle reuse), and prints, on world rank 0, what MPI says of each
+ * (size, sum of world ranks): the same with and without hotbuf.
+ *
+ * Under hotbuf (its test hook hotbuf_test_comm_name is found with dlsym)
+ * it also gathers every rank's name of every communicator to rank 0 and
+ * checks: one label (one communicator) has one name on all its members;
+ * two labels never share a name; intercommunicators stay unnamed, the
+ * rest is named, except "mismatch", a split that rank 0 makes through
+ * PMPI (bypassing hotbuf), which the check at creation must catch.  That
+ * verdict goes to stderr ("comm_names: checked N, bad B"), exit 1 if bad.
+ *
+ * Usage: comm_names [nodist]   (nodist: no MPI_Dist_graph_create) */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <mpi.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAXC 40
+
+struct rec {
+    char label[32];
+    uint64_t h[2];
+    int status, expect_named, valid;
+    char path[48];
+};
+
+static int rank, size, ncomm;
+static MPI_Comm comms[MAXC];
+static char labels[MAXC][32];
+static int expect_named[MAXC];
+
+static void add(MPI_Comm c, int named, const char *fmt, int arg)
+{
+    if (c == MPI_COMM_NULL)
+        return;
+    comms[ncomm] = c;
+    expect_named[ncomm] = named;
+    snprintf(labels[ncomm], sizeof labels[0], fmt, arg);
+    ncomm++;
+}
+
+/* What plain MPI says of every communicator, printed by world rank 0. */
+static void describe(void)
+{
+    for (int i = 0; i < ncomm; i++) {
+        int inter = 0, n = 0, sum = 0;
+        MPI_Comm_test_inter(comms[i], &inter);
+        if (inter) {
+            MPI_Comm_remote_size(comms[i], &n);
+            if (rank == 0)
+                printf("%-16s inter, remote size %d\n", labels[i], n);
+            continue;
+        }
+        MPI_Comm_size(comms[i], &n);
+        MPI_Allreduce(&rank, &sum, 1, MPI_INT, MPI_SUM, comms[i]);
+        if (rank == 0)
+            printf("%-16s size %d, world ranks sum %d\n", labels[i], n, sum);
+    }
+}
+
+typedef int hook_fn(MPI_Comm, uint64_t[2], char *, size_t);
+
+/* Rank 0's verdict on everyone's names (stderr). */
+static int judge(const struct rec *all, int n)
+{
+    int bad = 0, checked = 0;
+    for (int i = 0; i < n; i++) {
+        const struct rec *a = &all[i];
+        if (!a->valid)
+            continue;
+        checked++;
+        if (a->expect_named != (a->status == 0)) {
+            fprintf(stderr, "comm_names: %s: status %d %s\n", a->label,
+                    a->status, a->path);
+            bad++;
+        }
+        for (int j = i + 1; j < n; j++) {
+            const struct rec *b = &all[j];
+            if (!b->valid)
+                continue;
+            int same_label = !strcmp(a->label, b->label);
+            int same_name = a->status == 0 && b->status == 0 &&
+                            a->h[0] == b->h[0] && a->h[1] == b->h[1];
+            if (same_label && (a->status != b->status ||
+                               (a->status == 0 && !same_name))) {
+                fprintf(stderr, "comm_names: %s: members disagree (%s, %s)\n",
+                        a->label, a->path, b->path);
+                bad++;
+            } else if (!same_label && same_name) {
+                fprintf(stderr, "comm_names: %s and %s share a name (%s)\n",
+                        a->label, b->label, a->path);
+                bad++;
+            }
+        }
+    }
+    fprintf(stderr, "comm_names: checked %d, bad %d\n", checked, bad);
+    return bad;
+}
+
+static int check_names(hook_fn *hook)
+{
+    struct rec mine[MAXC];
+    memset(mine, 0, sizeof mine);
+    for (int i = 0; i < ncomm; i++) {
+        snprintf(mine[i].label, sizeof mine[i].label, "%s", labels[i]);
+        mine[i].status = hook(comms[i], mine[i].h, mine[i].path,
+                              sizeof mine[i].path);
+        mine[i].expect_named = expect_named[i];
+        mine[i].valid = 1;
+    }
+    struct rec *all = rank == 0 ? malloc(sizeof mine * size) : NULL;
+    MPI_Gather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
+               MPI_COMM_WORLD);
+    int bad = 0;
+    if (rank == 0) {
+        for (int i = 0; i < ncomm; i++)
+            fprintf(stderr, "comm_names: %-16s %s\n", all[i].label,
+                    all[i].path);
+        bad = judge(all, MAXC * size);
+        free(all);
+    }
+    MPI_Bcast(&bad, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    return bad;
+}
+
+static void build_topologies(int dist)
+{
+    int dims[2] = {0, 0}, periods[2] = {1, 0}, remain[2] = {1, 0};
+    MPI_Comm cart, sub, graph, dg, dga;
+    MPI_Dims_create(size, 2, dims);
+    MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart);
+    add(cart, 1, "cart", 0);
+    int coords[2];
+    MPI_Cart_coords(cart, rank, 2, coords);
+    MPI_Cart_sub(cart, remain, &sub);
+    add(sub, 1, "cart_sub:%d", coords[1]);
+
+    int *index = malloc(size * sizeof *index), *edges = malloc(size * sizeof *edges);
+    for (int i = 0; i < size; i++) {
+        index[i] = i + 1;
+        edges[i] = (i + 1) % size;
+    }
+    MPI_Graph_create(MPI_COMM_WORLD, size, index, edges, 0, &graph);
+    add(graph, 1, "graph", 0);
+    free(index);
+    free(edges);
+
+    int to = (rank + 1) % size, from = (rank + size - 1) % size;
+    MPI_Dist_graph_create_adjacent(MPI_COMM_WORLD, 1, &from, MPI_UNWEIGHTED,
+                                   1, &to, MPI_UNWEIGHTED, MPI_INFO_NULL, 0,
+                                   &dga);
+    add(dga, 1, "dgraph_adj", 0);
+    if (dist) {
+        int one = 1;
+        MPI_Dist_graph_create(MPI_COMM_WORLD, 1, &rank, &one, &to,
+                              MPI_UNWEIGHTED, MPI_INFO_NULL, 0, &dg);
+        add(dg, 1, "dgraph", 0);
+    }
+}
+
+static void build_inter(void)
+{
+    MPI_Comm half, inter, merged;
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, rank, &half);
+    add(half, 1, "half:%d", rank % 2);
+    MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, rank % 2 ? 0 : 1, 5, &inter);
+    add(inter, 0, "inter", 0);
+    MPI_Intercomm_merge(inter, rank % 2, &merged);
+    add(merged, 1, "merged", 0);
+}
+
+int main(int argc, char **argv)
+{
+    int dist = !(argc > 1 && !strcmp(argv[1], "nodist"));
+    MPI_Init(&argc, &argv);
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+    MPI_Comm d1, d2, d3, dd, di, id, sp, sp2, st, cr, cg, sd, mis, bypass;
+    MPI_Request req;
+    add(MPI_COMM_WORLD, 1, "world", 0);
+    add(MPI_COMM_SELF, 1, "self:%d", rank);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d1);
+    add(d1, 1, "dup1", 0);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d2);
+    MPI_Comm_dup(d1, &dd);
+    add(dd, 1, "dup1.dup", 0);
+    MPI_Comm_dup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &di);
+    add(di, 1, "dup_info", 0);
+    MPI_Comm_idup(MPI_COMM_WORLD, &id, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    add(id, 1, "idup", 0);
+    MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &sp);
+    add(sp, 1, "split:%d", rank % 2);
+    MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2 ? 0 : MPI_UNDEFINED, rank,
+                   &sp2);
+    add(sp2, 1, "split_low", 0);
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank,
+                        MPI_INFO_NULL, &st);
+    add(st, 1, "split_type", 0);
+
+    MPI_Group world, even, pair;
+    MPI_Comm_group(MPI_COMM_WORLD, &world);
+    int ranks[64], n = 0;
+    for (int r = (size - 1) / 2 * 2; r >= 0; r -= 2)
+        ranks[n++] = r; /* even ranks, reversed */
+    MPI_Group_incl(world, n, ranks, &even);
+    MPI_Comm_create(MPI_COMM_WORLD, even, &cr);
+    add(cr, 1, "create_even", 0);
+    int two[2] = {0, 1};
+    MPI_Group_incl(world, 2, two, &pair);
+    cg = MPI_COMM_NULL;
+    if (rank < 2)
+        MPI_Comm_create_group(MPI_COMM_WORLD, pair, 7, &cg);
+    add(cg, 1, "create_group", 0);
+
+    build_topologies(dist);
+    build_inter();
+
+    /* A handle freed and reused: the new communicator is another one. */
+    MPI_Comm_free(&d2);
+    MPI_Comm_dup(MPI_COMM_WORLD, &d3);
+    add(d3, 1, "dup3", 0);
+    MPI_Comm_dup(sp, &sd);
+    add(sd, 1, "split.dup:%d", rank % 2);
+
+    /* Rank 0 bypasses hotbuf for one split: its next split on WORLD
+     * counts differently, and the check must see it. */
+    if (rank == 0)
+        PMPI_Comm_split(MPI_COMM_WORLD, 0, rank, &bypass);
+    else
+        MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &bypass);
+    MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &mis);
+    add(mis, 0, "mismatch", 0);
+
+    describe();
+    hook_fn *hook = (hook_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_name");
+    int bad = hook ? check_names(hook) : 0;
+    if (rank == 0)
+        printf("comm_names: %d communicators\n", ncomm);
+    MPI_Group_free(&pair);
+    MPI_Group_free(&even);
+    MPI_Group_free(&world);
+    MPI_Finalize();
+    return bad ? 1 : 0;
+}
