@@ -11,7 +11,6 @@ struct hb_names_state hb_names = {.keyval = MPI_KEYVAL_INVALID};
 
 static const char *const texts[HB_P2P_NAME_STATUSES] = {
     [HB_P2P_NAMED] = "named",
-    [HB_P2P_NAME_PENDING] = "check in flight (idup)",
     [HB_P2P_UNNAMED_UNKNOWN] = "not made by a wrapped constructor",
     [HB_P2P_UNNAMED_INTERCOMM] = "intercommunicator",
     [HB_P2P_UNNAMED_WORLDS] = "spans several MPI_COMM_WORLDs",
@@ -72,8 +71,6 @@ static void unlink_entry(struct hb_names_entry *e)
     while (*p != e)
         p = &(*p)->next;
     *p = e->next;
-    if (e->check)
-        e->check->entry = NULL; /* its buffers live on until it completes */
     hb_p2p_ordinals_free(&e->ord);
     free(e);
 }
@@ -122,57 +119,6 @@ int hb_names_track(MPI_Comm comm)
     return PMPI_Comm_set_attr(comm, hb_names.keyval, NULL);
 }
 
-/* The 5 words ANDed over the members: [0] all named, then hash and its
- * complement: equal everywhere iff AND(h) == NOT(AND(NOT h)). */
-int hb_names_verdict(const uint64_t out[5])
-{
-    if (out[0] != ~0ull)
-        return HB_P2P_UNNAMED_PEER;
-    if (out[1] != ~out[3] || out[2] != ~out[4])
-        return HB_P2P_UNNAMED_MISMATCH;
-    return HB_P2P_NAMED;
-}
-
-void hb_names_check_done(struct hb_names_check *c)
-{
-    struct hb_names_entry *e = c->entry;
-    if (!e)
-        return;
-    e->check = NULL;
-    if (e->status == HB_P2P_NAME_PENDING) {
-        e->status = hb_names_verdict(c->out);
-        e->has_name = e->status == HB_P2P_NAMED;
-        hb_names.counts.per_status[HB_P2P_NAME_PENDING]--;
-        hb_names.counts.per_status[e->status]++;
-    }
-}
-
-static void check_unlink(struct hb_names_check *c)
-{
-    struct hb_names_check **p = &hb_names.checks;
-    while (*p != c)
-        p = &(*p)->next;
-    *p = c->next;
-}
-
-/* A pending idup check: done yet?  Not under the lock (PMPI_Test runs
- * MPI's progress, which may call back into hotbuf). */
-static void poll_check(struct hb_names_check *c, int wait)
-{
-    int done = 0;
-    if (wait)
-        done = PMPI_Wait(&c->req, MPI_STATUS_IGNORE) == MPI_SUCCESS;
-    else if (PMPI_Test(&c->req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS)
-        done = 0;
-    if (!done)
-        return;
-    hb_lock();
-    hb_names_check_done(c);
-    check_unlink(c);
-    hb_unlock();
-    free(c);
-}
-
 /* First lookup of an idup'd communicator: the application uses it, so its
  * idup completed: attach the delete attribute now (not before: using the
  * handle earlier is erroneous), after making sure the handle still is the
@@ -191,18 +137,15 @@ int hb_p2p_name_lookup(MPI_Comm comm, struct hb_p2p_name *out)
         return HB_P2P_UNNAMED_NULL;
     hb_lock();
     struct hb_names_entry *e = hb_names_find(comm);
-    struct hb_names_check *c = e ? e->check : NULL;
     int tracked = e ? e->tracked : 1, size = e ? e->size : 0;
     hb_unlock();
     if (!e)
         return HB_P2P_UNNAMED_UNKNOWN;
-    if (c)
-        poll_check(c, 0);
     int ok = tracked || adopt(comm, size);
     hb_lock();
     e = hb_names_find(comm);
     int status = e ? e->status : HB_P2P_UNNAMED_UNKNOWN;
-    if (e && !tracked) {
+    if (e && !tracked && !e->tracked) {
         e->tracked = ok; /* once: setting it again would delete the entry */
         if (!ok)
             e->status = status = HB_P2P_UNNAMED_UNKNOWN;
@@ -220,14 +163,10 @@ void hb_p2p_names_counts(struct hb_p2p_names_counts *out)
     hb_unlock();
 }
 
-void hb_p2p_names_finish(void)
-{
-    while (hb_names.checks)
-        poll_check(hb_names.checks, 1);
-}
-
-/* Test hook (tests/mpi/comm_names.c finds it with dlsym; exported so that
- * a test can compare names across ranks): the lookup, and the path. */
+/* Test hooks (tests/mpi/comm_names.c finds them with dlsym; exported so
+ * that a test can compare names across ranks): the lookup and the path;
+ * the claim and its verdict (the handshake's check, which the test runs
+ * over its own messages). */
 __attribute__((visibility("default"))) int
 hotbuf_test_comm_name(MPI_Comm comm, uint64_t hash[2], char *path, size_t len)
 {
@@ -242,4 +181,20 @@ hotbuf_test_comm_name(MPI_Comm comm, uint64_t hash[2], char *path, size_t len)
         snprintf(path, len, "(%s)", hb_p2p_name_status_text(status));
     }
     return status;
+}
+
+__attribute__((visibility("default"))) int
+hotbuf_test_comm_claim(MPI_Comm comm, void *claim, size_t len)
+{
+    if (len != sizeof(struct hb_p2p_name_claim))
+        return -1;
+    return hb_p2p_name_claim(comm, claim);
+}
+
+__attribute__((visibility("default"))) int
+hotbuf_test_comm_verify(MPI_Comm comm, const void *claim, size_t len)
+{
+    if (len != sizeof(struct hb_p2p_name_claim))
+        return -1;
+    return hb_p2p_name_verify(comm, claim);
 }

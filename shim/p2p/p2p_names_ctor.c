@@ -1,5 +1,5 @@
 /* The constructors' hooks: one step of the creation path each, the
- * members folded in, the check at creation (p2p_names.h). */
+ * members folded in (p2p_names.h). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -69,27 +69,6 @@ static int fold_members(struct hb_p2p_name *n, MPI_Comm comm, int inter)
     return 0;
 }
 
-/* The check: one allreduce over the new intracommunicator (p2p_names.h). */
-static void check_words(uint64_t w[5], int named, const struct hb_p2p_name *n)
-{
-    w[0] = named ? ~0ull : 0;
-    w[1] = named ? n->hash[0] : 0;
-    w[2] = named ? n->hash[1] : 0;
-    w[3] = ~w[1];
-    w[4] = ~w[2];
-}
-
-static int check(MPI_Comm comm, int status, const struct hb_p2p_name *n)
-{
-    uint64_t in[5], out[5];
-    check_words(in, status == HB_P2P_NAMED, n);
-    hb_names.counts.checks++;
-    if (PMPI_Allreduce(in, out, 5, MPI_UINT64_T, MPI_BAND, comm) != MPI_SUCCESS)
-        return status == HB_P2P_NAMED ? HB_P2P_UNNAMED_MISMATCH : status;
-    int verdict = hb_names_verdict(out);
-    return status == HB_P2P_NAMED ? verdict : status;
-}
-
 /* The new communicator's entry; name NULL when it has none (status says
  * why).  Not under the lock. */
 static void finish(MPI_Comm comm, struct hb_p2p_name *name, int status)
@@ -104,8 +83,6 @@ static void finish(MPI_Comm comm, struct hb_p2p_name *name, int status)
         name = NULL, status = HB_P2P_UNNAMED_NO_MEMORY;
     if (inter && status == HB_P2P_NAMED)
         status = HB_P2P_UNNAMED_INTERCOMM; /* name kept for Intercomm_merge */
-    if (!inter && one) /* the same decision on every member */
-        status = check(comm, status, name);
     hb_lock();
     struct hb_names_entry *e = hb_names_put(comm);
     if (e) {
@@ -329,32 +306,12 @@ void hb_p2p_names_unnamed(MPI_Comm newcomm, int status)
         hb_names_track(newcomm);
 }
 
-/* The idup check: a PMPI_Iallreduce on the parent (same members), since
- * the new communicator may not be used before the application's request
- * completes.  NULL when it could not start (the entry stays unnamed). */
-static struct hb_names_check *start_check(MPI_Comm parent, int named,
-                                          const struct hb_p2p_name *n)
-{
-    struct hb_names_check *c = calloc(1, sizeof *c);
-    if (!c)
-        return NULL;
-    check_words(c->in, named, n);
-    if (PMPI_Iallreduce(c->in, c->out, 5, MPI_UINT64_T, MPI_BAND, parent,
-                        &c->req) != MPI_SUCCESS) {
-        free(c);
-        return NULL;
-    }
-    hb_names.counts.checks++;
-    return c;
-}
-
 void hb_p2p_names_idup(MPI_Comm parent, MPI_Comm newcomm, int with_info)
 {
     struct step s = {.kind = with_info ? HB_P2P_CTOR_IDUP_WITH_INFO
                                        : HB_P2P_CTOR_IDUP};
     struct hb_p2p_name name;
     memset(&name, 0, sizeof name);
-    struct hb_names_check *c = NULL;
     int inter = 0, size = 0;
     hb_lock();
     int status = derive(hb_names_find(parent), &s, &name);
@@ -371,24 +328,14 @@ void hb_p2p_names_idup(MPI_Comm parent, MPI_Comm newcomm, int with_info)
     int named = status == HB_P2P_NAMED;
     if (inter && named)
         status = HB_P2P_UNNAMED_INTERCOMM;
-    else if (!inter && one) {
-        c = start_check(parent, named, &name);
-        if (named)
-            status = c ? HB_P2P_NAME_PENDING : HB_P2P_UNNAMED_NO_MEMORY;
-    }
     hb_lock();
     struct hb_names_entry *e = hb_names_put(newcomm);
     if (e) {
         e->status = status;
-        e->has_name = named && status != HB_P2P_UNNAMED_NO_MEMORY;
+        e->has_name = named;
         e->name = name;
         e->size = size;
-        e->check = c;
-    }
-    if (c) {
-        c->entry = e;
-        c->next = hb_names.checks;
-        hb_names.checks = c;
+        e->tracked = 0; /* attribute at the first lookup (p2p_names.c) */
     }
     hb_names.counts.per_status[e ? status : HB_P2P_UNNAMED_NO_MEMORY]++;
     hb_unlock();

@@ -5,15 +5,6 @@
 
 #include "p2p_names.h"
 
-/* An idup's check in flight: the buffers MPI writes into, apart from the
- * entry (which a free may delete first). */
-struct hb_names_check {
-    struct hb_names_check *next;
-    struct hb_names_entry *entry; /* NULL once the communicator is gone */
-    MPI_Request req;
-    uint64_t in[5], out[5];
-};
-
 struct hb_names_entry {
     struct hb_names_entry *next;
     MPI_Comm comm;
@@ -21,8 +12,7 @@ struct hb_names_entry {
     int status;
     int has_name; /* name can seed children: named, or an intercomm's hidden one */
     int size;     /* to recognise the communicator at a late first lookup */
-    int tracked; /* carries the delete attribute */
-    struct hb_names_check *check;
+    int tracked;                /* carries the delete attribute */
     struct hb_p2p_ordinals ord; /* its children's sequence numbers */
 };
 
@@ -30,7 +20,6 @@ struct hb_names_entry {
 #define HB_NAMES_BUCKETS 1024
 struct hb_names_state {
     struct hb_names_entry *bucket[HB_NAMES_BUCKETS];
-    struct hb_names_check *checks; /* idup checks in flight */
     struct hb_p2p_ordinals global; /* parentless constructors */
     struct hb_p2p_names_counts counts;
     int keyval; /* MPI_KEYVAL_INVALID until first use */
@@ -47,9 +36,5 @@ struct hb_names_entry *hb_names_put(MPI_Comm comm);
 /* Not under the lock: attaches the delete attribute (entry leaves the
  * table when comm is freed).  0 or an MPI error. */
 int hb_names_track(MPI_Comm comm);
-
-/* Resolves a finished check: the verdict into its entry (if any). */
-void hb_names_check_done(struct hb_names_check *c);
-int hb_names_verdict(const uint64_t out[5]);
 
 #endif

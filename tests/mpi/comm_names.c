@@ -6,13 +6,18 @@
  * (handle reuse), and prints, on world rank 0, what MPI says of each
  * (size, sum of world ranks): the same with and without hotbuf.
  *
- * Under hotbuf (its test hook hotbuf_test_comm_name is found with dlsym)
- * it also gathers every rank's name of every communicator to rank 0 and
- * checks: one label (one communicator) has one name on all its members;
- * two labels never share a name; intercommunicators stay unnamed, the
- * rest is named, except "mismatch", a split that rank 0 makes through
- * PMPI (bypassing hotbuf), which the check at creation must catch.  That
- * verdict goes to stderr ("comm_names: checked N, bad B"), exit 1 if bad.
+ * Under hotbuf (its test hooks hotbuf_test_comm_* are found with dlsym)
+ * it also runs the pairwise check each rank would run in a handshake: on
+ * every intracommunicator, a rank sends its claim to the next rank and
+ * verifies the claim of the previous one.  Then it gathers every rank's
+ * names and verdicts to rank 0, which checks: one label (one communicator)
+ * has one name on all its members; two labels never share a name;
+ * intercommunicators stay unnamed, the rest is named and verified, except
+ * "mismatch", a split made after rank 0 bypassed hotbuf for one split
+ * (PMPI_Comm_split): rank 0's name differs, and the two ranks whose check
+ * involves rank 0's claim must refuse it and mark the communicator
+ * unnamed.  The verdict goes to stderr ("comm_names: checked N, bad B"),
+ * exit 1 if bad.
  *
  * Usage: comm_names [nodist]   (nodist: no MPI_Dist_graph_create) */
 #define _GNU_SOURCE
@@ -28,9 +33,12 @@
 struct rec {
     char label[32];
     uint64_t h[2];
-    int status, expect_named, valid;
+    int status, verify, after, expect_named, valid;
     char path[48];
 };
+
+/* The claim's size (shim/p2p/p2p_names.h: 40 bytes); opaque here. */
+#define CLAIM 40
 
 static int rank, size, ncomm;
 static MPI_Comm comms[MAXC];
@@ -67,6 +75,43 @@ static void describe(void)
 }
 
 typedef int hook_fn(MPI_Comm, uint64_t[2], char *, size_t);
+typedef int claim_fn(MPI_Comm, void *, size_t);
+typedef int verify_fn(MPI_Comm, const void *, size_t);
+
+/* One rank's check of comm: its claim to the next rank, the previous
+ * rank's claim verified. */
+static int pair_check(MPI_Comm comm, claim_fn *claim, verify_fn *verify)
+{
+    char mine[CLAIM], theirs[CLAIM];
+    int me, n, inter = 0;
+    MPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return -1;
+    MPI_Comm_rank(comm, &me);
+    MPI_Comm_size(comm, &n);
+    claim(comm, mine, CLAIM);
+    MPI_Sendrecv(mine, CLAIM, MPI_BYTE, (me + 1) % n, 99, theirs, CLAIM,
+                 MPI_BYTE, (me + n - 1) % n, 99, comm, MPI_STATUS_IGNORE);
+    return verify(comm, theirs, CLAIM);
+}
+
+/* The mismatch step: only the checks that involve rank 0's claim (rank 0's
+ * own, which reads the last rank's, and rank 1's, which reads rank 0's)
+ * can see it. */
+static int judge_mismatch(const struct rec *a, int r, const struct rec *r0)
+{
+    int bad = 0;
+    if (r > 0 && a->h[0] == r0->h[0] && a->h[1] == r0->h[1]) {
+        fprintf(stderr, "comm_names: mismatch: rank %d has rank 0's name\n", r);
+        bad++;
+    }
+    if ((r <= 1) != (a->verify != 0) || (a->verify != 0) != (a->after != 0)) {
+        fprintf(stderr, "comm_names: mismatch: rank %d verify %d, then %d\n", r,
+                a->verify, a->after);
+        bad++;
+    }
+    return bad;
+}
 
 /* Rank 0's verdict on everyone's names (stderr). */
 static int judge(const struct rec *all, int n)
@@ -77,6 +122,18 @@ static int judge(const struct rec *all, int n)
         if (!a->valid)
             continue;
         checked++;
+        if (!strcmp(a->label, "mismatch")) {
+            const struct rec *r0 = all;
+            while (strcmp(r0->label, "mismatch")) /* rank 0's, by label */
+                r0++;
+            bad += judge_mismatch(a, i / MAXC, r0);
+            continue;
+        }
+        if (a->expect_named && (a->verify != 0 || a->after != 0)) {
+            fprintf(stderr, "comm_names: %s: verify %d, then %d\n", a->label,
+                    a->verify, a->after);
+            bad++;
+        }
         if (a->expect_named != (a->status == 0)) {
             fprintf(stderr, "comm_names: %s: status %d %s\n", a->label,
                     a->status, a->path);
@@ -84,7 +141,7 @@ static int judge(const struct rec *all, int n)
         }
         for (int j = i + 1; j < n; j++) {
             const struct rec *b = &all[j];
-            if (!b->valid)
+            if (!b->valid || !strcmp(b->label, "mismatch"))
                 continue;
             int same_label = !strcmp(a->label, b->label);
             int same_name = a->status == 0 && b->status == 0 &&
@@ -105,7 +162,7 @@ static int judge(const struct rec *all, int n)
     return bad;
 }
 
-static int check_names(hook_fn *hook)
+static int check_names(hook_fn *hook, claim_fn *claim, verify_fn *verify)
 {
     struct rec mine[MAXC];
     memset(mine, 0, sizeof mine);
@@ -115,6 +172,12 @@ static int check_names(hook_fn *hook)
                               sizeof mine[i].path);
         mine[i].expect_named = expect_named[i];
         mine[i].valid = 1;
+    }
+    for (int i = 0; i < ncomm; i++) { /* after every lookup: a refusal marks */
+        char path[48];
+        uint64_t h[2];
+        mine[i].verify = pair_check(comms[i], claim, verify);
+        mine[i].after = hook(comms[i], h, path, sizeof path);
     }
     struct rec *all = rank == 0 ? malloc(sizeof mine * size) : NULL;
     MPI_Gather(mine, sizeof mine, MPI_BYTE, all, sizeof mine, MPI_BYTE, 0,
@@ -233,17 +296,20 @@ int main(int argc, char **argv)
     add(sd, 1, "split.dup:%d", rank % 2);
 
     /* Rank 0 bypasses hotbuf for one split: its next split on WORLD
-     * counts differently, and the check must see it. */
+     * counts differently, and the pairwise check must see it. */
     if (rank == 0)
         PMPI_Comm_split(MPI_COMM_WORLD, 0, rank, &bypass);
     else
         MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &bypass);
     MPI_Comm_split(MPI_COMM_WORLD, 0, rank, &mis);
-    add(mis, 0, "mismatch", 0);
+    add(mis, 1, "mismatch", 0);
 
     describe();
     hook_fn *hook = (hook_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_name");
-    int bad = hook ? check_names(hook) : 0;
+    claim_fn *claim = (claim_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_claim");
+    verify_fn *verify =
+        (verify_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_verify");
+    int bad = hook && claim && verify ? check_names(hook, claim, verify) : 0;
     if (rank == 0)
         printf("comm_names: %d communicators\n", ncomm);
     MPI_Group_free(&pair);
