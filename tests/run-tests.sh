@@ -158,6 +158,22 @@ for mpi in openmpi mpich; do
     HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
 done
 
+# Communicator names (shim/p2p/p2p_names.h): output as without hotbuf, and
+# under hotbuf the program's own verdict on the names (stderr) must have
+# run and found nothing wrong.
+for c in "openmpi 2" "openmpi 4" "mpich 2"; do
+    read -r m n <<<"$c"
+    name=$m/np$n/comm_names
+    selected "$name" || continue
+    run_pair "$name" $m $n - comm_names
+    if grep -q '^comm_names: checked [1-9][0-9]*, bad 0$' "$work/$name/hotbuf.err" 2>/dev/null; then
+        pass "$name/checked"
+    else
+        fail "$name/checked" "names differ where they should agree, or the check did not run" \
+            "$work/$name/hotbuf.err"
+    fi
+done
+
 # ---- the bindings ----------------------------------------------------------------
 # What the generated Fortran bindings assume of each MPI's Fortran libraries
 # (names, mpi_f08 paths), and the request/status array conversions alone.
