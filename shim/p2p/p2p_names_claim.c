@@ -1,26 +1,16 @@
 /* The pairwise check of a name (p2p_names.h): claims and their verdict. */
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/runtime.h"
 #include "p2p_names_int.h"
 
-/* comm's members as world ranks, digested (rank order); 0 without memory. */
-static int64_t members_digest(MPI_Comm comm, int size)
+/* comm's members as world ranks, digested (rank order). */
+static int64_t members_digest(MPI_Comm comm)
 {
-    MPI_Group g, world;
-    int *r = malloc(2 * (size_t)(size > 0 ? size : 1) * sizeof *r);
-    if (!r)
-        return 0;
-    for (int i = 0; i < size; i++)
-        r[i] = i;
+    MPI_Group g;
     PMPI_Comm_group(comm, &g);
-    PMPI_Comm_group(MPI_COMM_WORLD, &world);
-    PMPI_Group_translate_ranks(g, size, r, world, r + size);
-    PMPI_Group_free(&world);
+    int64_t d = hb_names_group_digest(g);
     PMPI_Group_free(&g);
-    int64_t d = hb_p2p_name_digest_ranks(r + size, size);
-    free(r);
     return d;
 }
 
@@ -36,7 +26,7 @@ int hb_p2p_name_claim(MPI_Comm comm, struct hb_p2p_name_claim *out)
     PMPI_Comm_rank(comm, &out->rank);
     out->hash[0] = n.hash[0];
     out->hash[1] = n.hash[1];
-    out->members = members_digest(comm, out->size);
+    out->members = members_digest(comm);
     return HB_P2P_NAMED;
 }
 

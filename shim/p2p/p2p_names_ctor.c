@@ -35,7 +35,7 @@ static int *world_ranks(MPI_Group g, int *size)
     return in;
 }
 
-static int64_t group_digest(MPI_Group g)
+int64_t hb_names_group_digest(MPI_Group g)
 {
     int size = 0, *r = world_ranks(g, &size);
     int64_t d = r ? hb_p2p_name_digest_ranks(r, size) : 0;
@@ -60,7 +60,7 @@ static int fold_members(struct hb_p2p_name *n, MPI_Comm comm, int inter)
     }
     MPI_Group rg;
     PMPI_Comm_remote_group(comm, &rg);
-    int64_t a = group_digest(g), b = group_digest(rg);
+    int64_t a = hb_names_group_digest(g), b = hb_names_group_digest(rg);
     int ranks[4] = {(int)(a < b ? a : b), (int)((a < b ? a : b) >> 32),
                     (int)(a < b ? b : a), (int)((a < b ? b : a) >> 32)};
     hb_p2p_name_members(n, ranks, 4);
@@ -159,7 +159,7 @@ void hb_p2p_names_create(MPI_Comm parent, MPI_Group group, MPI_Comm newcomm)
 {
     /* Open MPI and MPICH give the group's members their order: the
      * members fold it in, the digest tells two groups' steps apart. */
-    int64_t a = newcomm != MPI_COMM_NULL ? group_digest(group) : 0;
+    int64_t a = newcomm != MPI_COMM_NULL ? hb_names_group_digest(group) : 0;
     struct step s = {HB_P2P_CTOR_CREATE, 0, &a, 1};
     record(parent, &s, newcomm);
 }
@@ -168,7 +168,7 @@ void hb_p2p_names_create_group(MPI_Comm parent, MPI_Group group, int tag,
                                MPI_Comm newcomm)
 {
     /* Collective over the group only: its own sequence per (tag, group). */
-    int64_t a[2] = {tag, group_digest(group)};
+    int64_t a[2] = {tag, hb_names_group_digest(group)};
     struct step s = {HB_P2P_CTOR_CREATE_GROUP,
                      (uint64_t)a[1] ^ ((uint64_t)(uint32_t)tag << 1), a, 2};
     record(parent, &s, newcomm);
@@ -280,7 +280,7 @@ void hb_p2p_names_create_from_group(MPI_Group group, const char *stringtag,
     struct hb_p2p_name name;
     uint32_t seq = 0;
     int64_t a[2] = {hb_p2p_name_digest_bytes(stringtag, strlen(stringtag)),
-                    group_digest(group)};
+                    hb_names_group_digest(group)};
     hb_lock();
     int rc = hb_p2p_ordinal_next(&hb_names.global,
                                  (uint64_t)a[0] ^ HB_P2P_CTOR_CREATE_FROM_GROUP,

@@ -37,4 +37,8 @@ struct hb_names_entry *hb_names_put(MPI_Comm comm);
  * table when comm is freed).  0 or an MPI error. */
 int hb_names_track(MPI_Comm comm);
 
+/* A digest of g's members as MPI_COMM_WORLD ranks, in g's order (0 when
+ * out of memory). */
+int64_t hb_names_group_digest(MPI_Group g);
+
 #endif

@@ -194,6 +194,20 @@ static int check_names(hook_fn *hook, claim_fn *claim, verify_fn *verify)
     return bad;
 }
 
+/* A freed communicator has left hotbuf's table (its handle is not used
+ * with MPI: hotbuf's lookup of an unknown handle calls no MPI function). */
+static int freed_named;
+static void freed_name(MPI_Comm gone)
+{
+    hook_fn *hook = (hook_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_name");
+    uint64_t h[2];
+    char path[48];
+    if (hook && hook(gone, h, path, sizeof path) == 0) {
+        fprintf(stderr, "comm_names: a freed communicator keeps %s\n", path);
+        freed_named = 1;
+    }
+}
+
 static void build_topologies(int dist)
 {
     int dims[2] = {0, 0}, periods[2] = {1, 0}, remain[2] = {1, 0};
@@ -289,7 +303,9 @@ int main(int argc, char **argv)
     build_inter();
 
     /* A handle freed and reused: the new communicator is another one. */
+    MPI_Comm gone = d2;
     MPI_Comm_free(&d2);
+    freed_name(gone);
     MPI_Comm_dup(MPI_COMM_WORLD, &d3);
     add(d3, 1, "dup3", 0);
     MPI_Comm_dup(sp, &sd);
@@ -310,6 +326,7 @@ int main(int argc, char **argv)
     verify_fn *verify =
         (verify_fn *)dlsym(RTLD_DEFAULT, "hotbuf_test_comm_verify");
     int bad = hook && claim && verify ? check_names(hook, claim, verify) : 0;
+    bad += freed_named;
     if (rank == 0)
         printf("comm_names: %d communicators\n", ncomm);
     MPI_Group_free(&pair);
