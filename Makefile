@@ -54,7 +54,7 @@ MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/p2p/*.c) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \
-            pmpi/f_weights.c)
+            pmpi/f_weights.c pmpi/comm_mpich.c)
 HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h regcache/*.h)
 INCLUDES := -I. -Ishim
 

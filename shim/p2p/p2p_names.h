@@ -113,8 +113,6 @@ void hb_p2p_names_split_type(MPI_Comm parent, int type, MPI_Comm newcomm);
 void hb_p2p_names_create(MPI_Comm parent, MPI_Group group, MPI_Comm newcomm);
 void hb_p2p_names_create_group(MPI_Comm parent, MPI_Group group, int tag,
                                MPI_Comm newcomm);
-void hb_p2p_names_create_from_group(MPI_Group group, const char *stringtag,
-                                    MPI_Comm newcomm);
 void hb_p2p_names_cart(MPI_Comm parent, int ndims, const int dims[],
                        const int periods[], int reorder, MPI_Comm newcomm);
 void hb_p2p_names_cart_sub(MPI_Comm parent, const int remain[],

@@ -274,24 +274,6 @@ void hb_p2p_names_intercomm(MPI_Comm local, int tag, MPI_Comm newcomm)
                rc == 0 ? HB_P2P_NAMED : HB_P2P_UNNAMED_NO_MEMORY);
 }
 
-void hb_p2p_names_create_from_group(MPI_Group group, const char *stringtag,
-                                    MPI_Comm newcomm)
-{
-    struct hb_p2p_name name;
-    uint32_t seq = 0;
-    int64_t a[2] = {hb_p2p_name_digest_bytes(stringtag, strlen(stringtag)),
-                    hb_names_group_digest(group)};
-    hb_lock();
-    int rc = hb_p2p_ordinal_next(&hb_names.global,
-                                 (uint64_t)a[0] ^ HB_P2P_CTOR_CREATE_FROM_GROUP,
-                                 (uint64_t)a[1], &seq);
-    hb_unlock();
-    hb_p2p_name_root(&name, HB_P2P_CTOR_CREATE_FROM_GROUP, seq, a, 2);
-    if (newcomm != MPI_COMM_NULL)
-        finish(newcomm, rc == 0 ? &name : NULL,
-               rc == 0 ? HB_P2P_NAMED : HB_P2P_UNNAMED_NO_MEMORY);
-}
-
 void hb_p2p_names_unnamed(MPI_Comm newcomm, int status)
 {
     if (newcomm == MPI_COMM_NULL)

@@ -275,6 +275,12 @@ int main(int argc, char **argv)
     MPI_Comm_idup(MPI_COMM_WORLD, &id, &req);
     MPI_Wait(&req, MPI_STATUS_IGNORE);
     add(id, 1, "idup", 0);
+#ifdef MPICH_VERSION /* MPI-4; not in Open MPI 4.1 */
+    MPI_Comm idi;
+    MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &idi, &req);
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    add(idi, 1, "idup_info", 0);
+#endif
     MPI_Comm_split(MPI_COMM_WORLD, rank % 2, -rank, &sp);
     add(sp, 1, "split:%d", rank % 2);
     MPI_Comm_split(MPI_COMM_WORLD, rank < size / 2 ? 0 : MPI_UNDEFINED, rank,
