@@ -122,13 +122,14 @@ int hb_names_track(MPI_Comm comm)
 /* First lookup of an idup'd communicator: the application uses it, so its
  * idup completed: attach the delete attribute now (not before: using the
  * handle earlier is erroneous), after making sure the handle still is the
- * communicator recorded (same size, an intracommunicator). */
-static int adopt(MPI_Comm comm, int size)
+ * communicator recorded (same size, same kind). */
+static int adopt(MPI_Comm comm, int size, int was_inter)
 {
-    int inter = 1, now = -1;
+    int inter = !was_inter, now = -1;
     PMPI_Comm_test_inter(comm, &inter);
     PMPI_Comm_size(comm, &now);
-    return !inter && now == size && hb_names_track(comm) == MPI_SUCCESS;
+    return inter == was_inter && now == size &&
+           hb_names_track(comm) == MPI_SUCCESS;
 }
 
 int hb_p2p_name_lookup(MPI_Comm comm, struct hb_p2p_name *out)
@@ -138,10 +139,11 @@ int hb_p2p_name_lookup(MPI_Comm comm, struct hb_p2p_name *out)
     hb_lock();
     struct hb_names_entry *e = hb_names_find(comm);
     int tracked = e ? e->tracked : 1, size = e ? e->size : 0;
+    int inter = e && e->status == HB_P2P_UNNAMED_INTERCOMM;
     hb_unlock();
     if (!e)
         return HB_P2P_UNNAMED_UNKNOWN;
-    int ok = tracked || adopt(comm, size);
+    int ok = tracked || adopt(comm, size, inter);
     hb_lock();
     e = hb_names_find(comm);
     int status = e ? e->status : HB_P2P_UNNAMED_UNKNOWN;
