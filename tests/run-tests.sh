@@ -160,9 +160,11 @@ done
 
 # Communicator names (shim/p2p/p2p_names.h): output as without hotbuf, and
 # under hotbuf the program's own verdict on the names (stderr) must have
-# run and found nothing wrong.
+# run and found nothing wrong.  fortran_comms: the constructors' Fortran
+# bindings (arrays, LOGICALs, MPI_UNWEIGHTED) give what MPI's own give.
 for c in "openmpi 2" "openmpi 4" "mpich 2"; do
     read -r m n <<<"$c"
+    run_pair "$m/np$n/fortran_comms" $m $n - fortran_comms
     name=$m/np$n/comm_names
     selected "$name" || continue
     run_pair "$name" $m $n - comm_names
