@@ -26,7 +26,7 @@ HANDLES = {  # C handle type -> prefix of its f2c/c2f functions
     "MPI_Group": "Group", "MPI_Info": "Info", "MPI_Request": "Request",
     "MPI_Op": "Op",
 }
-HOOK_KEYS = ("pre", "post", "route", "coll", "before", "after")
+HOOK_KEYS = ("pre", "post", "route", "coll", "before", "after", "fast")
 ROW_KEYS = HOOK_KEYS + ("openmpi-also",)
 
 
@@ -86,7 +86,10 @@ class Row:
         self.name = m.group(1)                     # "Send"
         self.params = [Param(p, where) for p in split_params(m.group(2))]
         self.hooks = hooks
-        keys = set(hooks) - {"openmpi-also"}
+        self.fast = hooks.get("fast")
+        keys = set(hooks) - {"openmpi-also", "fast"}
+        if self.fast and keys != {"pre"}:
+            sys.exit(f"{where}: MPI_{self.name}: fast goes with pre: only")
         if keys <= {"before", "after"} and keys:
             self.kind = "sync"
         elif len(keys) == 1 and keys <= {"pre", "post", "route", "coll"}:
@@ -181,10 +184,31 @@ def pmpi_call(row, lead, end=";"):
                      ")" + end)
 
 
-def body(row):
+def fast_body(row):
+    """A row with a fast: hook gets two bodies: the whole call out of line
+    (hb_call_X_slow, the usual body), and an inline one that forwards to
+    PMPI_X when the fast expression says it has recorded the call.  That
+    expression makes no call, so the inline body is a leaf up to its tail
+    jump to PMPI_X: no register is saved, no argument moved."""
     decls = [p.c_decl() for p in row.params] + ["void *caller"]
-    out = ["static inline __attribute__((always_inline)) int",
-           wrap_call(f"hb_call_{row.name}", decls), "{"]
+    args = [p.name for p in row.params] + ["caller"]
+    slow = body(row, f"hb_call_{row.name}_slow",
+                "static __attribute__((noinline)) int")
+    return "\n".join([slow, "", "static inline __attribute__((always_inline)) int",
+                      wrap_call(f"hb_call_{row.name}", decls), "{",
+                      wrap_stmt("    if (__builtin_expect(", hook(row, "fast"),
+                                ", 1))"),
+                      pmpi_call(row, "        return "),
+                      wrap_call(f"    return hb_call_{row.name}_slow", args,
+                                ");"), "}"])
+
+
+def body(row, name=None,
+         lead="static inline __attribute__((always_inline)) int"):
+    if row.fast and name is None:
+        return fast_body(row)
+    decls = [p.c_decl() for p in row.params] + ["void *caller"]
+    out = [lead, wrap_call(name or f"hb_call_{row.name}", decls), "{"]
     if row.kind == "pre":
         out += ["    if (hb_tracks(&caller)) {",
                 wrap_stmt("        ", hook(row, "pre"), ";"), "    }",

@@ -153,6 +153,9 @@ void hb_runtime_before_finalize(void)
         return;
     struct hb_ctx *ctx = &hb_rt.ctx;
     hb_rt.tracking = HB_TRACK_OFF;
+    if (ctx->tracker)
+        hb_tracker_fold(
+            ctx->tracker); /* the pending calls, before the report */
     hb_nested++;
     hb_subsys_report(ctx);
     hb_subsys_stop_all(ctx);

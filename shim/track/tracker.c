@@ -41,9 +41,69 @@ struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key,
 {
     int was_growing = !t->table.stopped;
     struct hb_entry *e = hb_table_insert(&t->table, key, chain);
-    if (!e &&
-        was_growing) /* the current call is already counted: not before the stop */
+    if (!e && was_growing) {
+        hb_tracker_fold(t); /* the calls still pending came before the stop */
+        /* the current call is already counted: not before the stop */
         t->calls_when_stopped = hb_tracker_calls(t) - 1;
+    }
+    return e;
+}
+
+/* Calls numbered first..end (1-based uses) that reach thr: the hot ones. */
+static uint64_t hot_between(uint64_t first, uint64_t end, uint64_t thr)
+{
+    uint64_t from = first > thr ? first : thr;
+    return end >= from ? end - from + 1 : 0;
+}
+
+/* The pending calls are uses p_start+1 .. uses, all at `size` with the
+ * current threshold (a size change is recorded by hb_tracker_record, which
+ * folds first), each on a buffer already known (hb_tracker_record counted
+ * the first use), from site p_site. */
+void hb_tracker_fold_entry(struct hb_tracker *t, struct hb_entry *e)
+{
+    uint64_t calls = e->uses - e->p_start;
+    uint64_t hot = hot_between((uint64_t)e->p_start + 1, e->uses, e->thr);
+    uint64_t reuse = calls - (e->p_start == 0);
+    struct hb_class_stats *cs = &t->cls[e->op];
+    struct hb_site *site = &t->sites.site[e->p_site];
+    cs->calls += calls;
+    cs->bytes += calls * e->size;
+    cs->reuse_calls += reuse;
+    cs->hot_calls += hot;
+    site->calls += calls;
+    site->bytes += calls * e->size;
+    site->reuse_calls += reuse;
+    site->hot_calls += hot;
+    e->p_start = e->uses;
+}
+
+static void fold_one(void *obj, void *ctx)
+{
+    struct hb_entry *e = obj;
+    if (e->p_start != e->uses)
+        hb_tracker_fold_entry(ctx, e);
+}
+
+void hb_tracker_fold(struct hb_tracker *t)
+{
+    hb_pool_foreach(&t->table.pool, fold_one, t);
+}
+
+struct hb_entry *hb_tracker_record_at_slow(struct hb_tracker *t, unsigned op,
+                                           const void *addr, uint64_t bytes,
+                                           void *ret)
+{
+    uint16_t site = hb_tracker_site(t, op, ret);
+    struct hb_use u = {addr, bytes, bytes};
+    struct hb_entry *e = hb_tracker_record(t, op, &u, site);
+    /* Arm only where ret alone gives the site: depth 1 (ret -> site, fixed
+     * once looked up) or 0 (every call is <other>).  A size that does not
+     * fit the entry's size never matches, so stays on this path. */
+    if (e && t->sites.depth <= 1) {
+        e->p_ret = (uintptr_t)ret;
+        e->p_site = site;
+    }
     return e;
 }
 
