@@ -101,7 +101,7 @@ MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
 MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
                 $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
 TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1 \
-                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag
+                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag $(BUILD)/tools/bench-msg
 
 $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
