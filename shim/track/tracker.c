@@ -18,6 +18,9 @@ int hb_tracker_init(struct hb_tracker *t, const struct hb_table_params *tp,
     }
     t->tp = *thp;
     t->cm = *cm;
+    t->none.key = UINTPTR_MAX;
+    t->none.p_ret = HB_NO_RET;
+    t->last = &t->none;
     hb_cost_thresholds(cm, thp, t->thr);
     return 0;
 }

@@ -25,6 +25,11 @@ struct hb_tracker {
     struct hb_size_hist sizes[HB_OP_COUNT];
     double saving_ns[HB_OP_COUNT];
     struct hb_costmodel cm; /* prices runs and registrations */
+    /* The entry hb_tracker_record_fast counted last (never NULL: `none`,
+     * whose p_ret matches no caller, until then).  Entries are never freed
+     * while the tracker lives. */
+    struct hb_entry *last;
+    struct hb_entry none;
 };
 
 /* A buffer as one call uses it: the span [addr, addr+span) (true extent for
@@ -152,10 +157,18 @@ hb_tracker_record_fast(struct hb_tracker *t, unsigned op, const void *addr,
                        uint64_t bytes, void *ret)
 {
     uintptr_t key = hb_table_key(addr, op);
-    struct hb_entry *e = t->table.buckets[hb_table_bucket(&t->table, key)];
-    if (e && e->key == key && e->p_ret == (uintptr_t)ret && e->size == bytes &&
+    /* The last buffer first: a loop over one buffer skips the hash and
+     * the bucket load, which sit on a latency-bound ping-pong's path. */
+    struct hb_entry *e = t->last;
+    if (e->key != key) {
+        e = t->table.buckets[hb_table_bucket(&t->table, key)];
+        if (!e || e->key != key)
+            return 0;
+    }
+    if (e->p_ret == (uintptr_t)ret && e->size == bytes &&
         e->uses + 1 != e->thr) {
         e->uses++;
+        t->last = e;
         return 1;
     }
     return 0;
