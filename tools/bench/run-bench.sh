@@ -29,10 +29,10 @@ esac
 
 echo "== 1. ping-pong, $mpi, 2 ranks: PMPI_Send (plain) vs MPI_Send (hotbuf tracking)"
 HOTBUF_REPORT=off timeout 600 tools/hotbuf-run --mpi=$mpi -- $launch "$tools/bench-pingpong" \
-    ${BENCH_ITERS:-2000} | tee "$work/pp.txt"
+    ${BENCH_ITERS:-300} ${BENCH_ROUNDS:-101} | tee "$work/pp.txt"
 echo "   control: the same binary without hotbuf (both columns take the plain path;"
 echo "   its ratios are the noise floor of this machine)"
-timeout 600 $launch "$tools/bench-pingpong" ${BENCH_ITERS:-2000} | grep pingpong >"$work/control.txt"
+timeout 600 $launch "$tools/bench-pingpong" ${BENCH_ITERS:-300} ${BENCH_ROUNDS:-101} | grep pingpong >"$work/control.txt"
 sed 's/^/   /' "$work/control.txt"
 
 echo "== 2. instructions per intercepted MPI_Send (callgrind, 1 rank, 10000 sends of 1 KiB to self)"
