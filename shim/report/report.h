@@ -32,6 +32,8 @@
 #define HB_NOTE_LEN 400
 #define HB_MAX_NOTES 8
 #define HB_REPORT_MAX_SECTIONS 16
+/* The name of site 0, the calls past HOTBUF_MAX_SITES. */
+#define HB_SITE_OTHER_NAME "<other call sites>"
 
 /* Row of a reason table X-macro: _(ENUM, "name"), the name being the word
  * in the text report and the key in the JSON one.  Expand the table with
@@ -97,6 +99,10 @@ struct hb_report_section {
     void (*render_text)(FILE *out, const void *acc, const struct hb_report *r);
     /* The section's JSON value (an object), after "name": . */
     void (*render_json)(FILE *out, const void *acc, const struct hb_report *r);
+    /* Optional: why hot calls of class op stayed on MPI, as the section's
+     * reason word ("intranode", ...), or NULL (none did, or the class is
+     * not the section's).  The call sites' advice quotes it. */
+    const char *(*why_pmpi)(const void *acc, unsigned op);
 };
 
 /* The sections of one report, in record order. */
@@ -206,10 +212,15 @@ double hb_site_reuse_pct(const struct hb_site_summary *s);
 
 /* Helpers for the sections' renderers. */
 const char *hb_report_bytes(double v, char *buf, size_t len); /* "1.5 KiB" */
+const char *hb_report_time(double ns, char *buf, size_t len); /* "1.2 ms" */
 void hb_report_json_string(FILE *out, const char *s); /* quoted, escaped */
 /* "name N, name N" for the nonzero counts[first..count), or "none". */
 void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first,
                            unsigned count, const char *const *names);
+/* The name of the largest nonzero count in counts[first..count), or NULL
+ * (for the sections' why_pmpi). */
+const char *hb_report_top_reason(const uint64_t *counts, unsigned first,
+                                 unsigned count, const char *const *names);
 /* {"name": N, ...} for counts[first..count). */
 void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first,
                            unsigned count, const char *const *names);

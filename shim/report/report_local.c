@@ -145,7 +145,7 @@ static size_t pick_sites(const struct hb_sites *sites,
         a->empty_calls = s->empty_calls;
         a->saving_ns += s->saving_ns; /* open runs were added by visit_entry */
         if (ids[i] == HB_SITE_OTHER)
-            snprintf(a->name, HB_NAME_LEN, "<other call sites>");
+            snprintf(a->name, HB_NAME_LEN, "%s", HB_SITE_OTHER_NAME);
         else
             hb_symbolize_frames(sym, s->frames, s->depth, a->name, HB_NAME_LEN);
     }
