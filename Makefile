@@ -47,7 +47,7 @@ STATS_SRC := $(wildcard shim/*/*_stats.c)
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
-            shim/report/report_advice.c \
+            shim/report/report_advice.c shim/report/report_html.c \
             $(STATS_SRC)
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
