@@ -80,7 +80,8 @@ struct hb_site_summary {
     HB_BUFFER_SUMS(HB_COUNTER_FIELD)
     uint64_t max_reuse;
     double saving_ns;
-    uint32_t ntop, pad;
+    uint32_t ntop;
+    uint32_t persistent; /* a persistent request's site (on some rank) */
     struct hb_site_buffer top[HB_TOP_BUFFERS]; /* by uses, descending */
 };
 

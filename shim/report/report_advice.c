@@ -59,7 +59,7 @@ static void advise_hot(const struct hb_site_summary *s,
                  "hot, kept on MPI: same node, MPI's shared memory is faster "
                  "(model saving %s across nodes)",
                  saving);
-    else if (s->op == HB_OP_SEND && warmup > s->hot_calls)
+    else if (s->op == HB_OP_SEND && !s->persistent && warmup > s->hot_calls)
         snprintf(buf, len,
                  "hot after a long warm-up: a persistent request "
                  "(MPI_Send_init) would make this hot from the first call");
@@ -100,6 +100,16 @@ static void advise_cold(const struct hb_site_summary *s,
                  "reused, but at %s registering never pays off (the copy "
                  "is cheaper than the lookup)",
                  sz);
+    else if (s->max_reuse >= thr)
+        snprintf(buf, len,
+                 "first uses of buffers that become hot at other sites "
+                 "(up to %" PRIu64 " uses in all): see those sites",
+                 s->max_reuse);
+    else if (s->persistent)
+        snprintf(buf, len,
+                 "persistent request, reused (up to %" PRIu64 " uses), but "
+                 "below the threshold at this size (%u at %s)",
+                 s->max_reuse, thr, sz);
     else if (s->op == HB_OP_SEND)
         snprintf(buf, len,
                  "reused (up to %" PRIu64 " uses), below the threshold (%u at "

@@ -152,6 +152,7 @@ static void fold_site(struct hb_site_summary *to,
     HB_BUFFER_SUMS(HB_COUNTER_ADD)
     to->empty_calls += s->empty_calls;
     to->saving_ns += s->saving_ns;
+    to->persistent |= s->persistent;
     for (uint32_t i = 0; i < s->ntop; i++)
         hb_top_buffers_insert(to->top, &to->ntop, max_buffers, &s->top[i]);
 }

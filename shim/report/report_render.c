@@ -388,7 +388,8 @@ static void json_site(FILE *out, const struct hb_site_summary *s,
             (unsigned long long)s->top[k].uses,
             (unsigned long long)s->top[k].hot_uses,
             s->top[k].hot ? "true" : "false");
-    fprintf(out, "], \"advice\": ");
+    fprintf(out, "], \"persistent\": %s, \"advice\": ",
+            s->persistent ? "true" : "false");
     hb_report_json_string(out, advice);
     fprintf(out, "}");
 }

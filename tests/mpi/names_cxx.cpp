@@ -63,7 +63,10 @@ int main(int argc, char **argv)
     halo::Exchanger ex((rank + 1) % n, (rank + n - 1) % n);
     unsigned long h = ex.forward(60);
     h ^= halo::send_many<int>((rank + 1) % n, (rank + n - 1) % n, 40);
-    std::printf("names_cxx rank %d digest %lx\n", rank, h);
+    std::vector<unsigned long> all_h(n);
+    MPI_Gather(&h, 1, MPI_UNSIGNED_LONG, all_h.data(), 1, MPI_UNSIGNED_LONG, 0, MPI_COMM_WORLD);
+    for (int r = 0; rank == 0 && r < n; r++) // in rank order
+        std::printf("names_cxx rank %d digest %lx\n", r, all_h[r]);
     MPI_Finalize();
     return 0;
 }

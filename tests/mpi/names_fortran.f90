@@ -40,7 +40,7 @@ program names_fortran
   use halo_mod
   implicit none
   integer :: ierr, rank, nranks, right, left, i, req
-  double precision :: a(128), b(128), c(128), inbuf(128), total
+  double precision :: a(128), b(128), c(128), inbuf(128), total, grand
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -60,6 +60,7 @@ program names_fortran
      call MPI_Wait(req, MPI_STATUS_IGNORE, ierr)
      total = total + inbuf(3)
   end do
-  print '(a, i0, a, f14.1)', 'names_fortran rank ', rank, ' total ', total
+  call MPI_Reduce(total, grand, 1, MPI_DOUBLE_PRECISION, MPI_SUM, 0, MPI_COMM_WORLD, ierr)
+  if (rank == 0) print '(a, f14.1)', 'names_fortran total ', grand
   call MPI_Finalize(ierr)
 end program names_fortran

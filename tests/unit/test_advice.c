@@ -50,6 +50,15 @@ static void test_cold(void)
     CHECK_STR(advice(&s, &a),
               "reused (up to 25 uses), below the threshold (100 at 2.0 KiB): "
               "a persistent request would make this hot from the first call");
+    s.persistent = 1;
+    CHECK_STR(advice(&s, &a), "persistent request, reused (up to 25 uses), "
+                              "but below the threshold at this size (100 at "
+                              "2.0 KiB)");
+    /* the buffer's first 10 uses here, its other 290 at another site */
+    s = site(HB_OP_SEND, 1, 10, 1024);
+    s.max_reuse = 300;
+    CHECK_STR(advice(&s, &a), "first uses of buffers that become hot at other "
+                              "sites (up to 300 uses in all): see those sites");
     s = site(HB_OP_SEND, 1, 1000, 65536);
     CHECK_STR(advice(&s, &a), "reused, but 64 KiB is above the eager limit: "
                               "MPI sends it zero-copy already");
