@@ -192,6 +192,10 @@ done
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
 
+# ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
+source tests/html.sh
+html_tests
+
 # ---- installation, and hotbuf-run under SLURM -----------------------------------------
 source tests/install.sh
 install_tests
