@@ -144,6 +144,33 @@ html_no_matplotlib() {
     fi
 }
 
+# HOTBUF_REPORT=html from an installed tree with the source tree hidden
+# (tests/install.sh's install_hidden): the library finds the installed
+# PREFIX/bin/hotbuf-report.
+html_installed() {
+    local d=$work/html/installed p=$work/html/installed/prefix l prog
+    selected html/installed || return 0
+    mkdir -p "$d"
+    make --no-print-directory -s install PREFIX="$p" >"$d/install.log" 2>&1 ||
+        { fail html/installed "make install" "$d/install.log"; return; }
+    prog=$p/libexec/hotbuf/openmpi/hotbuf-demo
+    l=$(launcher openmpi 2)
+    timeout 120 $l "$prog" >"$d/plain" 2>&1
+    HOTBUF_REPORT=html HOTBUF_REPORT_FILE=$d/r install_hidden timeout 200 \
+        "$p/bin/hotbuf-run" --mpi=openmpi -- $l "$prog" >"$d/out" 2>"$d/err"
+    local rc=$?
+    if [ $rc = 125 ]; then
+        fail html/installed "cannot hide the source tree (unshare --mount)" "$d/err"
+    elif [ $rc != 0 ] || ! cmp -s "$d/plain" "$d/out"; then
+        fail html/installed "the demo fails (exit $rc) or differs under hotbuf" "$d/err"
+    elif [ ! -s "$d/r.html" ] || ! grep -q '<svg' "$d/r.html"; then
+        fail html/installed "no page from the installed hotbuf-report" "$d/err"
+    else
+        pass html/installed
+    fi
+    rm -rf "$p"
+}
+
 html_tests() {
     selected html/ || return 0
     if ! command -v chromium >/dev/null || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
@@ -156,4 +183,5 @@ html_tests() {
     html_diff
     html_catches_fetch
     html_no_matplotlib
+    declare -F install_hidden >/dev/null && html_installed
 }

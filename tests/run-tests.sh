@@ -192,15 +192,15 @@ done
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
 
-# ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
-source tests/html.sh
-html_tests
-
 # ---- installation, and hotbuf-run under SLURM -----------------------------------------
 source tests/install.sh
 install_tests
 source tests/slurm.sh
 slurm_tests
+
+# ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
+source tests/html.sh
+html_tests
 
 # ---- verbs tests, in the soft-RoCE guest -------------------------------------------
 # The guest boots the Debian kernel under TCG in seconds; the suite takes
