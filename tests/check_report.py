@@ -91,6 +91,11 @@ def check_reuse_known(r, n, text):
         for needle in ["hotbuf buffer-reuse report", "reuse_known.c:26", "HOTBUF_THRESHOLD=100*"]:
             expect_true(f"text report mentions {needle!r}", needle in text)
     check_reuse_known_advice(r, n, text)
+    # buffers by uses, in powers of two (1, 2-3, 4-7, 8-15, 16-31, ...)
+    expect("send uses histogram", s["uses_histogram"], [500 * n, 0, 0, 0, n, 0, 0, 0, 0, n])
+    expect("put uses histogram", p["uses_histogram"], [n, 2 * n, 4 * n, 3 * n])
+    expect("get uses histogram", g["uses_histogram"], [0, 0, 0, 0, n])
+    expect("allgather uses histogram", a["uses_histogram"], [n, 0, 0, 0, n])
 
 
 def expect_advice(r, op, name_part, want, text):

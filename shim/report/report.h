@@ -28,6 +28,9 @@
 
 #define HB_TOP_SIZES 4
 #define HB_TOP_BUFFERS 16
+/* Buffers by uses, in powers of two: bucket k holds the buffers used
+ * 2^k .. 2^(k+1)-1 times, the last one every buffer used more. */
+#define HB_USES_BUCKETS 24
 #define HB_NAME_LEN 200
 #define HB_NOTE_LEN 400
 #define HB_MAX_NOTES 8
@@ -56,7 +59,14 @@ struct hb_class_summary {
         other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
     double saving_ns;     /* hot calls x C(own size) - R per registration */
     double lookup_ns;     /* tracked calls x V: what tracking itself costs */
+    uint64_t uses_hist[HB_USES_BUCKETS]; /* tracked buffers by uses */
 };
+
+static inline unsigned hb_uses_bucket(uint64_t uses)
+{
+    unsigned k = uses ? 63 - (unsigned)__builtin_clzll(uses) : 0;
+    return k < HB_USES_BUCKETS ? k : HB_USES_BUCKETS - 1;
+}
 
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];

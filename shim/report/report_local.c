@@ -49,6 +49,7 @@ static void visit_entry(const struct hb_entry *e, void *arg)
 
     c->buffers++;
     c->hot_buffers += e->hot;
+    c->uses_hist[hb_uses_bucket(e->uses)]++;
     c->saving_ns += run.copy_ns;
     if (e->uses > c->max_reuse)
         c->max_reuse = e->uses;

@@ -318,6 +318,19 @@ void hb_report_json_string(FILE *out, const char *s)
     fputc('"', out);
 }
 
+/* "uses_histogram": [buffers used 1, 2-3, 4-7, ... times], up to its last
+ * nonzero bucket. */
+static void json_uses_hist(FILE *out, const uint64_t *hist)
+{
+    int n = HB_USES_BUCKETS;
+    while (n > 0 && !hist[n - 1])
+        n--;
+    fprintf(out, ", \"uses_histogram\": [");
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)hist[k]);
+    fprintf(out, "]");
+}
+
 static void json_class(FILE *out, const struct hb_class_report *c)
 {
     const struct hb_class_summary *s = &c->sum;
@@ -353,8 +366,10 @@ static void json_class(FILE *out, const struct hb_class_report *c)
             (unsigned long long)s->distinct_sizes,
             (unsigned long long)s->other_size_calls);
     fprintf(out,
-            ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
+            ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f",
             s->saving_ns / 1e3, s->lookup_ns / 1e3);
+    json_uses_hist(out, s->uses_hist);
+    fprintf(out, "}");
 }
 
 static void json_site(FILE *out, const struct hb_site_summary *s,
