@@ -28,11 +28,12 @@ struct hb_site {
     uint8_t persistent;                /* a persistent request's init call */
     HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
     uint64_t empty_calls;              /* zero-byte or MPI_PROC_NULL */
-    double saving_ns;  /* of the hot calls made here, closed runs,
-                                         and the registrations of the buffers
-                                         first used here (tracker.h) */
-    uint64_t max_uses; /* most uses a buffer first used at another site
-                          had at a call made here (hb_tracker_foreign) */
+    /* The saving of the hot calls made here and the registrations of the
+     * buffers first used here (tracker.h), closed runs only. */
+    double saving_ns;
+    /* The most uses a buffer first used at another site had at a call
+     * made here (hb_tracker_foreign). */
+    uint64_t max_uses;
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit

@@ -62,13 +62,12 @@ static void name_by_dladdr(uintptr_t ret, char *buf, size_t len)
         snprintf(buf, len, "?");
         return;
     }
-    if (info.dli_sname)
+    if (info.dli_sname) {
         hb_symname(info.dli_sname, HB_LANG_OTHER, name, sizeof(name));
-    if (info.dli_sname)
         snprintf(buf, len, "%s+0x%lx (%s)", name,
                  (unsigned long)(ret - (uintptr_t)info.dli_saddr),
                  basename_of(info.dli_fname));
-    else
+    } else
         snprintf(buf, len, "0x%lx (%s)",
                  (unsigned long)(ret - (uintptr_t)info.dli_fbase),
                  basename_of(info.dli_fname));

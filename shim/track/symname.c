@@ -30,8 +30,10 @@ static int demangle(const char *raw, char *buf, size_t len)
 /* gfortran's module procedures: __MODULE_MOD_PROC -> MODULE::PROC. */
 static int fortran_module(const char *raw, char *buf, size_t len)
 {
-    const char *mod = strstr(raw, "_MOD_");
-    if (strncmp(raw, "__", 2) || !mod || mod == raw + 2 || !mod[5])
+    if (strncmp(raw, "__", 2))
+        return -1;
+    const char *mod = strstr(raw + 2, "_MOD_");
+    if (!mod || mod == raw + 2 || !mod[5])
         return -1;
     snprintf(buf, len, "%.*s::%s", (int)(mod - raw - 2), raw + 2, mod + 5);
     return 0;
