@@ -2,11 +2,13 @@
 """Checks a page hotbuf-report wrote, as headless Chromium loaded it.
 
 usage: check_html.py PAGE.html DOM.html NETLOG.json [--table ID:MINROWS]...
-                     [--svg MIN] [--text NEEDLE]...
+                     [--svg MIN] [--text NEEDLE]... [--sorted ID:COLUMN]
   PAGE    the file as written: no reference that would fetch anything
           (src/href/url()/@import naming http:, https: or //host)
   DOM     chromium --dump-dom of it: each table ID with at least MINROWS
-          body rows, at least MIN inline <svg> plots, each NEEDLE present
+          body rows, at least MIN inline <svg> plots, each NEEDLE present;
+          table ID's rows in ascending order of COLUMN (1-based, numeric
+          data-v), after a click on its heading
   NETLOG  chromium --log-net-log of that load: no request the page made
           (Chromium's own background requests are told apart by their
           network isolation key, which names the page's file:// site)
@@ -35,6 +37,8 @@ class Dom(html.parser.HTMLParser):
     def __init__(self):
         super().__init__()
         self.rows, self.svg, self.stack = {}, 0, []
+        self.values = {}  # (table id, column) -> the cells' data-v, in order
+        self.col = 0
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
@@ -47,6 +51,11 @@ class Dom(html.parser.HTMLParser):
         elif tag == "tr" and self.stack and self.stack[-1][0] and self.stack[-1][1]:
             tid = self.stack[-1][0]
             self.rows[tid] = self.rows.get(tid, 0) + 1
+            self.col = 0
+        elif tag == "td" and self.stack and self.stack[-1][0] and self.stack[-1][1]:
+            self.col += 1
+            key = (self.stack[-1][0], self.col)
+            self.values.setdefault(key, []).append(a.get("data-v"))
 
     def handle_endtag(self, tag):
         if tag == "table" and self.stack:
@@ -78,7 +87,7 @@ def main(argv):
     if len(argv) < 3:
         sys.exit(__doc__)
     page, dom_path, netlog = argv[:3]
-    tables, min_svg, needles = {}, 0, []
+    tables, min_svg, needles, sorted_cols = {}, 0, [], []
     it = iter(argv[3:])
     for a in it:
         v = next(it, "")
@@ -89,6 +98,9 @@ def main(argv):
             min_svg = int(v)
         elif a == "--text":
             needles.append(v)
+        elif a == "--sorted":
+            tid, col = v.split(":")
+            sorted_cols.append((tid, int(col)))
     refs = external_refs(open(page).read())
     if refs:
         failures.append(f"{page} references the network: {refs[:5]}")
@@ -100,6 +112,10 @@ def main(argv):
             failures.append(f"table #{tid}: {d.rows.get(tid, 0)} rows in the DOM, want >= {n}")
     if d.svg < min_svg:
         failures.append(f"{d.svg} svg plots in the DOM, want >= {min_svg}")
+    for key in sorted_cols:
+        vals = [float(x) for x in d.values.get(key, [])]
+        if len(vals) < 2 or vals != sorted(vals):
+            failures.append(f"table #{key[0]} column {key[1]} not in ascending order: {vals}")
     plain = html.unescape(re.sub(r"<[^>]+>", "", dom_text))
     for needle in needles:
         if needle not in plain:

@@ -80,6 +80,23 @@ html_mode() {
     fi
 }
 
+# The site table sorts: a copy of html/report_mode's page with a click on
+# its "calls" heading added after the page's own script.
+html_sort() {
+    local d=$work/html
+    selected html/sort || return 0
+    [ -s "$d/rk.html" ] || { fail html/sort "needs html/report_mode's page"; return; }
+    sed 's|</body>|<script>document.querySelector("#sites thead th:nth-child(3)").click();</script></body>|' \
+        "$d/rk.html" >"$d/sorted.html"
+    if ! grep -q 'nth-child(3)").click' "$d/sorted.html"; then
+        fail html/sort "the click was not added" "$d/sorted.html"
+    elif html_load sort "$d/sorted.html" --table sites:9 --sorted sites:3; then
+        pass html/sort
+    else
+        fail html/sort "the table did not sort by calls" "$d/sort.check"
+    fi
+}
+
 # Before and after tuning: reuse_known at the default threshold and at
 # HOTBUF_THRESHOLD=100 (html_mode's JSON), compared as text and as a page.
 html_diff() {
@@ -172,7 +189,11 @@ html_installed() {
 }
 
 html_tests() {
-    selected html/ || return 0
+    local t any=
+    for t in demo report_mode sort diff catches_fetch no_matplotlib installed; do
+        selected "html/$t" && any=1
+    done
+    [ -n "$any" ] || return 0
     if ! command -v chromium >/dev/null || ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
         echo "SKIP html/*: chromium or python3-matplotlib is not installed (scripts/install-deps.sh installs both)"
         return 0
@@ -180,6 +201,7 @@ html_tests() {
     mkdir -p "$work/html" "$top/build/html"
     html_demo
     html_mode
+    html_sort
     html_diff
     html_catches_fetch
     html_no_matplotlib
