@@ -4,7 +4,8 @@
 #   scripts/install-deps.sh          build + host tests (Open MPI, MPICH, verbs headers;
 #                                    SLURM for the srun tests, Environment Modules and
 #                                    man for the installation tests, spin for the
-#                                    protocol models)
+#                                    protocol models, matplotlib for hotbuf-report's
+#                                    plots and Chromium to load its pages)
 #   scripts/install-deps.sh --vm     also the soft-RoCE guest (qemu, kernel, busybox, perftest)
 set -eu
 
@@ -12,7 +13,8 @@ pkgs="build-essential gfortran pkg-config
       openmpi-bin libopenmpi-dev mpich libmpich-dev
       libunwind-dev libibverbs-dev rdma-core ibverbs-providers ibverbs-utils
       uthash-dev libdw-dev valgrind python3
-      slurmctld slurmd slurm-client man-db spin"
+      slurmctld slurmd slurm-client man-db spin
+      python3-matplotlib chromium"
 # The module-file test needs a module system: Lmod if the host has it
 # (it conflicts with Environment Modules), else Environment Modules.
 installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok installed"; }
