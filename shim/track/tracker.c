@@ -59,6 +59,24 @@ static uint64_t hot_between(uint64_t first, uint64_t end, uint64_t thr)
     return end >= from ? end - from + 1 : 0;
 }
 
+/* hb_tracker_foreign for each pending call made at a site other than the
+ * buffer's first: the most uses seen there is the last call's, and each
+ * hot call's copy moves from the first site to p_site, one addition per
+ * call as hb_tracker_foreign makes it. */
+static void fold_foreign(struct hb_tracker *t, const struct hb_entry *e,
+                         uint64_t hot)
+{
+    struct hb_site *s = &t->sites.site[e->p_site];
+    struct hb_site *first = &t->sites.site[e->site];
+    if (e->uses > s->max_uses)
+        s->max_uses = e->uses;
+    double copy = hot ? hb_cost_copy_ns(&t->cm, e->size) : 0;
+    for (uint64_t i = 0; i < hot; i++) {
+        s->saving_ns += copy;
+        first->saving_ns -= copy;
+    }
+}
+
 /* The pending calls are uses p_start+1 .. uses, all at `size` with the
  * current threshold (a size change is recorded by hb_tracker_record, which
  * folds first), each on a buffer already known (hb_tracker_record counted
@@ -78,6 +96,8 @@ void hb_tracker_fold_entry(struct hb_tracker *t, struct hb_entry *e)
     site->bytes += calls * e->size;
     site->reuse_calls += reuse;
     site->hot_calls += hot;
+    if (e->p_site != e->site)
+        fold_foreign(t, e, hot);
     e->p_start = e->uses;
 }
 
