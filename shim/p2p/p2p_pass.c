@@ -21,11 +21,12 @@ int hb_p2p_engaged;
 
 /* The test switch's counters, one per function. */
 #define PASS_FUNCS(X)                                                          \
-    X(recv) X(irecv) X(recv_init) X(start) X(startall) X(sendrecv)             \
-    X(sendrecv_replace) X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe)   \
-    X(mprobe) X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)     \
-    X(testany) X(waitsome) X(testsome) X(request_get_status) X(cancel)         \
-    X(request_free) X(comm_free) X(comm_disconnect)
+    X(recv)                                                                    \
+    X(irecv) X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace) \
+        X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe) X(mprobe)         \
+            X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)        \
+                X(testany) X(waitsome) X(testsome) X(request_get_status)       \
+                    X(cancel) X(request_free) X(comm_free) X(comm_disconnect)
 
 #define PASS_ENUM(f) PASS_##f,
 enum { PASS_FUNCS(PASS_ENUM) PASS_N };
@@ -184,8 +185,7 @@ int hb_p2p_probe(int source, int tag, MPI_Comm comm, MPI_Status *st)
     return PMPI_Probe(source, tag, comm, st);
 }
 
-int hb_p2p_iprobe(int source, int tag, MPI_Comm comm, int *flag,
-                  MPI_Status *st)
+int hb_p2p_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
     hit(PASS_iprobe);
     return PMPI_Iprobe(source, tag, comm, flag, st);
