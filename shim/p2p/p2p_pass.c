@@ -23,11 +23,12 @@ int hb_p2p_engaged;
 #define PASS_FUNCS(X)                                                          \
     X(recv)                                                                    \
     X(irecv)                                                                   \
-    X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace)          \
-        X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe) X(mprobe)         \
-            X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)        \
-                X(testany) X(waitsome) X(testsome) X(request_get_status)       \
-                    X(cancel) X(request_free) X(comm_free) X(comm_disconnect)
+    X(recv_init)                                                               \
+    X(start) X(startall) X(sendrecv) X(sendrecv_replace) X(isendrecv)          \
+        X(isendrecv_replace) X(probe) X(iprobe) X(mprobe) X(improbe) X(wait)   \
+            X(test) X(waitall) X(testall) X(waitany) X(testany) X(waitsome)    \
+                X(testsome) X(request_get_status) X(cancel) X(request_free)    \
+                    X(comm_free) X(comm_disconnect)
 
 #define PASS_ENUM(f) PASS_##f,
 enum { PASS_FUNCS(PASS_ENUM) PASS_N };
