@@ -177,6 +177,31 @@ P2P_ALL="recv irecv recv_init start startall sendrecv sendrecv_replace probe ipr
          improbe wait test waitall testall waitany testany waitsome testsome
          request_get_status cancel request_free comm_free comm_disconnect"
 
+# On an MPI version the build did not check (pmpi/unwrapped.def "checked:"),
+# point-to-point rerouting stays off with one note; on the checked one,
+# no note.  The library's version string is played by
+# HOTBUF_TEST_MPI_LIBRARY_VERSION (pmpi/wrap_version.c).
+run_version() { # NAME FLAVOUR OTHER-VERSION-STRING
+    local name=$1 mpi=$2 other=$3
+    selected "$name" || return 0
+    local dir=$work/$name; mkdir -p "$dir"
+    local l; l=$(launcher "$mpi" 2) note="^hotbuf: point-to-point rerouting stays off" # the report repeats it
+    timeout 300 tools/hotbuf-run --mpi=$mpi -- $l build/$mpi/tests/p2p_recv >"$dir/same.out" 2>"$dir/same.err"
+    HOTBUF_TEST_MPI_LIBRARY_VERSION=$other timeout 300 tools/hotbuf-run --mpi=$mpi -- \
+        $l build/$mpi/tests/p2p_recv >"$dir/other.out" 2>"$dir/other.err"
+    if [ "$(grep -c "$note" "$dir/same.err")" != 0 ]; then
+        fail "$name" "a note on the checked version" "$dir/same.err"
+    elif [ "$(grep -c "$note" "$dir/other.err")" != 1 ]; then
+        fail "$name" "not exactly one note on version '$other'" "$dir/other.err"
+    elif ! cmp -s "$dir/same.out" "$dir/other.out" || [ ! -s "$dir/same.out" ]; then
+        fail "$name" "the program's output changed" "$dir/other.err"
+    else
+        pass "$name"
+    fi
+}
+run_version openmpi/np2/p2p_version openmpi "Open MPI v4.2.0, package: test"
+run_version mpich/np2/p2p_version mpich "MPICH Version:	4.1.2"
+
 for mpi in openmpi mpich; do
     for n in 2 4; do
         # MPICH busy-polls: with more ranks than the 2 cores it is ~100x

@@ -24,7 +24,8 @@ int hb_p2p_engaged;
     X(recv)                                                                    \
     X(irecv)                                                                   \
     X(recv_init)                                                               \
-    X(start) X(startall) X(sendrecv) X(sendrecv_replace) X(isendrecv)          \
+    X(start)                                                                   \
+    X(startall) X(sendrecv) X(sendrecv_replace) X(isendrecv)                   \
         X(isendrecv_replace) X(probe) X(iprobe) X(mprobe) X(improbe) X(wait)   \
             X(test) X(waitall) X(testall) X(waitany) X(testany) X(waitsome)    \
                 X(testsome) X(request_get_status) X(cancel) X(request_free)    \
