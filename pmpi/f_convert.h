@@ -40,6 +40,18 @@ static inline MPI_Fint hb_f_logical(int c)
     return c ? 1 : 0;
 }
 
+/* Waitany/Testany's index: Fortran counts from 1; MPI_UNDEFINED stays. */
+static inline MPI_Fint hb_f_index(int c)
+{
+    return c == MPI_UNDEFINED ? MPI_UNDEFINED : c + 1;
+}
+
+/* How many entries Waitsome/Testsome wrote: none for MPI_UNDEFINED. */
+static inline int hb_f_some(int outcount)
+{
+    return outcount == MPI_UNDEFINED ? 0 : outcount;
+}
+
 /* A choice buffer: Fortran's MPI_IN_PLACE and MPI_BOTTOM become the C
  * constants, any other address stays. */
 void *hb_f_buf(void *f);
@@ -65,6 +77,16 @@ int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f,
                      int read);
 void hb_f_requests_out(const struct hb_f_requests *a, int n, MPI_Fint *f);
 void hb_f_requests_done(struct hb_f_requests *a);
+
+/* Waitsome/Testsome's indices: n C ints; _out copies the first k back
+ * as Fortran indices (+1), none when k is MPI_UNDEFINED. */
+struct hb_f_indices {
+    int *c;
+    int local[HB_F_LOCAL];
+};
+int hb_f_indices_in(struct hb_f_indices *a, int n);
+void hb_f_indices_out(const struct hb_f_indices *a, int k, MPI_Fint *f);
+void hb_f_indices_done(struct hb_f_indices *a);
 
 struct hb_f_statuses {
     MPI_Status *c; /* MPI_STATUSES_IGNORE when the caller passed it */
