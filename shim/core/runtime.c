@@ -92,6 +92,18 @@ static void agree_config(void)
     hb_config_shared_apply(&hb_rt.cfg, min, warn_config, NULL);
 }
 
+/* Once every callback is registered: from here on MPI's own progress runs
+ * hotbuf's (a target sitting in MPI_Barrier answers connection requests).
+ * Its absence is worth a line; being off by choice is in the report. */
+static void start_progress_hook(const struct hb_ctx *ctx)
+{
+    if (hb_progress_hook_install(ctx->comm, ctx->thread_level) < 0 &&
+        ctx->rank == 0)
+        hb_note("no progress inside MPI (%s): a rank waiting in MPI does not "
+                "answer hotbuf's connection requests",
+                hb_progress_hook_status());
+}
+
 /* The runtime's own start-up, then the subsystems'.  Every rank starts the
  * subsystems, also one whose tracker failed: their start-up is collective. */
 static void start(struct hb_ctx *ctx)
@@ -107,6 +119,7 @@ static void start(struct hb_ctx *ctx)
     else
         ctx->tracker = &hb_rt.tracker;
     hb_subsys_start_all(ctx);
+    start_progress_hook(ctx);
     if (ctx->tracker)
         hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
 }
@@ -154,6 +167,7 @@ void hb_runtime_before_finalize(void)
     struct hb_ctx *ctx = &hb_rt.ctx;
     hb_rt.tracking = HB_TRACK_OFF;
     hb_nested++;
+    hb_progress_hook_remove(); /* hotbuf's state is torn down from here */
     hb_subsys_report(ctx);
     hb_subsys_stop_all(ctx);
     hb_rdma_stop(&hb_rt.rdma, ctx->comm);
