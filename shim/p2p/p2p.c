@@ -11,16 +11,6 @@
 int hb_p2p_engaged;
 struct p2p_state p2p;
 
-/* Until the progress hook inside MPI exists (core), nothing runs hotbuf's
- * matching while a rank sits in an unrelated blocking MPI call, and a
- * pulled communicator can hang a sender that needs the match (Ssend,
- * rendezvous; P2P-DESIGN.md §5.10): pull stays off.  The core's
- * definition replaces this one. */
-__attribute__((weak)) int hb_progress_hook_active(void)
-{
-    return 0;
-}
-
 /* "auto", "all", "after:N"; 0, or -1 on anything else. */
 static int parse_mode(const char *s)
 {
@@ -45,12 +35,10 @@ static int parse_mode(const char *s)
     return -1;
 }
 
-/* Whether pull may start at all on this rank, and why not. */
+/* Whether pull may start at all on this rank, and why not.  The progress
+ * hook is installed after the subsystems start: hb_p2p_hook_ok asks. */
 static void decide(const struct hb_ctx *ctx)
 {
-    int hook = hb_progress_hook_active() ||
-               (getenv("HOTBUF_P2P_UNSAFE_NO_HOOK") &&
-                !strcmp(getenv("HOTBUF_P2P_UNSAFE_NO_HOOK"), "1"));
     p2p.pull_ok = 0;
     if (!ctx->cfg->p2p)
         p2p.off_reason = HB_P2P_OFF_SWITCH;
@@ -58,11 +46,25 @@ static void decide(const struct hb_ctx *ctx)
         p2p.off_reason = HB_P2P_OFF_THREADS;
     else if (p2p.mode == P2P_MODE_AUTO)
         p2p.off_reason = HB_P2P_OFF_NOT_NEEDED;
-    else if (!hook)
-        p2p.off_reason = HB_P2P_OFF_NO_HOOK;
     else
         p2p.pull_ok = 1;
+}
+
+/* Without progress inside MPI, nothing runs hotbuf's matching while a
+ * rank sits in an unrelated blocking MPI call, and a sender that needs
+ * the match (Ssend, rendezvous) hangs (P2P-DESIGN.md §5.10): no pull.
+ * HOTBUF_P2P_UNSAFE_NO_HOOK=1 overrides it for development only. */
+int hb_p2p_hook_ok(void)
+{
+    static int noted;
+    const char *unsafe = getenv("HOTBUF_P2P_UNSAFE_NO_HOOK");
     p2p.hook = hb_progress_hook_active();
+    if (p2p.hook || (unsafe && !strcmp(unsafe, "1")))
+        return 1;
+    if (!noted++)
+        hb_note("point-to-point pull off: no progress inside this MPI (%s)",
+                hb_progress_hook_status());
+    return 0;
 }
 
 static void progress_cb(void *arg)
@@ -103,12 +105,9 @@ static int start(const struct hb_ctx *ctx)
         hb_note("HOTBUF_P2P_PULL=%s: not auto, all or after:N; auto used",
                 ctx->cfg->p2p_pull);
     decide(ctx);
-    if (p2p.mode != P2P_MODE_AUTO && ctx->cfg->p2p && !p2p.pull_ok)
-        hb_note("point-to-point pull off: %s",
-                p2p.off_reason == HB_P2P_OFF_THREADS
-                    ? "MPI_THREAD_MULTIPLE (hotbuf's matcher is "
-                      "single-threaded)"
-                    : "no progress hook inside this MPI");
+    if (p2p.mode != P2P_MODE_AUTO && p2p.off_reason == HB_P2P_OFF_THREADS)
+        hb_note("MPI_THREAD_MULTIPLE: point-to-point pull off (hotbuf's "
+                "matcher is single-threaded)");
     if (p2p.pull_ok && hb_progress_add(progress_cb, NULL)) {
         p2p.pull_ok = 0;
         p2p.off_reason = HB_P2P_OFF_MEMORY;

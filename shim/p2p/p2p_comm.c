@@ -142,11 +142,16 @@ static void migrate(struct p2p_comm *c)
 
 static int enter_pull(struct p2p_comm *c)
 {
-    int size = 0;
+    int size = 0, off = -1;
     PMPI_Comm_size(c->comm, &size);
-    if (hb_pm_init(&c->m, size)) {
+    if (!hb_p2p_hook_ok())
+        off = HB_P2P_OFF_NO_HOOK;
+    else if (hb_pm_init(&c->m, size))
+        off = HB_P2P_OFF_MEMORY;
+    if (off >= 0) {
         c->state = COMM_OFF;
-        count_off(HB_P2P_OFF_MEMORY);
+        p2p.stats.comms_seen--; /* counted again, with its reason */
+        count_off(off);
         return -1;
     }
     c->state = COMM_PULLED;

@@ -105,7 +105,8 @@ extern struct p2p_state p2p;
 
 /* p2p.c */
 void hb_p2p_update_engaged(void);
-void hb_p2p_poll(void); /* one progress pass (guarded) */
+void hb_p2p_poll(void);   /* one progress pass (guarded) */
+int hb_p2p_hook_ok(void); /* progress runs inside MPI (else: no pull) */
 
 /* p2p_comm.c */
 struct p2p_comm *hb_p2p_comm_get(MPI_Comm comm); /* NULL: not ours */
