@@ -158,6 +158,26 @@ for mpi in openmpi mpich; do
     HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
 done
 
+# ---- point-to-point pull (issue 12) -------------------------------------------------
+# The MPI test set again with hotbuf matching on every communicator from
+# its first receive (HOTBUF_P2P_PULL=all) and after some receives went to
+# MPI (after:N: pending MPI receives are migrated); outputs must match
+# plain MPI, and the report must show that pull really ran.
+for mpi in openmpi mpich; do
+    for n in 2 4; do
+        [ $mpi = mpich ] && [ $n = 4 ] && continue # MPICH busy-polls
+        for prog in p2p_patterns p2p_pull p2p_intercomm reuse_known rma_patterns \
+            allgather_patterns fortran_send fortran_f08; do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n pulled $prog
+        done
+        for after in 1 3; do
+            HOTBUF_P2P_PULL=after:$after run_pair "$mpi/np$n/pull_after$after/p2p_patterns" \
+                $mpi $n pulled p2p_patterns
+        done
+        HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
+    done
+done
+
 # ---- the bindings ----------------------------------------------------------------
 # What the generated Fortran bindings assume of each MPI's Fortran libraries
 # (names, mpi_f08 paths), and the request/status array conversions alone.
