@@ -37,8 +37,12 @@ static int test_pmpi(MPI_Request *req, int *done, int *inactive, MPI_Status *st)
 
 /* One request, without blocking: *done when it completed (its status in
  * st, the handle updated) or is null or inactive (*inactive, empty
- * status). */
-static int test_one(MPI_Request *req, int *done, int *inactive, MPI_Status *st)
+ * status).  claim: claim messages for it first; the array forms claim
+ * once per pass instead, before they scan in index order as MPI does
+ * (else a later index could complete first just because it was claimed
+ * while an earlier one was being tested). */
+static int test_one(MPI_Request *req, int *done, int *inactive, MPI_Status *st,
+                    int claim)
 {
     struct p2p_req *r = hb_p2p_req_find(*req);
     *done = *inactive = 0;
@@ -58,7 +62,7 @@ static int test_one(MPI_Request *req, int *done, int *inactive, MPI_Status *st)
         return rc;
     }
     if (!hb_p2p_req_poll(r)) {
-        if (r->state == RQ_POSTED && r->c)
+        if (claim && r->state == RQ_POSTED && r->c)
             hb_p2p_claim(r->c);
         if (!hb_p2p_req_poll(r))
             return MPI_SUCCESS;
@@ -84,7 +88,7 @@ int hb_p2p_test(MPI_Request *req, int *flag, MPI_Status *st)
     entry();
     if (!hb_p2p_req_find(*req))
         return PMPI_Test(req, flag, st);
-    return test_one(req, flag, &inactive, st);
+    return test_one(req, flag, &inactive, st, 1);
 }
 
 int hb_p2p_wait(MPI_Request *req, MPI_Status *st)
@@ -93,7 +97,8 @@ int hb_p2p_wait(MPI_Request *req, MPI_Status *st)
     entry();
     if (!hb_p2p_req_find(*req) && pmpi_may_block())
         return PMPI_Wait(req, st);
-    while ((rc = test_one(req, &done, &inactive, st)) == MPI_SUCCESS && !done)
+    while ((rc = test_one(req, &done, &inactive, st, 1)) == MPI_SUCCESS &&
+           !done)
         hb_progress_yield(NULL);
     return rc;
 }
@@ -105,10 +110,11 @@ static int all_pass(int n, MPI_Request reqs[], MPI_Status sts[], char *done,
                     int *err)
 {
     int all = 1, d, inactive;
+    hb_p2p_poll();
     for (int i = 0; i < n; i++) {
         if (done[i])
             continue;
-        int rc = test_one(&reqs[i], &d, &inactive, nth(sts, i));
+        int rc = test_one(&reqs[i], &d, &inactive, nth(sts, i), 0);
         if (rc != MPI_SUCCESS) {
             *err = 1;
             d = 1;
@@ -177,8 +183,9 @@ static int any_pass(int n, MPI_Request reqs[], int *index, MPI_Status *st,
                     int *rc)
 {
     int active = 0, d, inactive;
+    hb_p2p_poll();
     for (int i = 0; i < n; i++) {
-        *rc = test_one(&reqs[i], &d, &inactive, st);
+        *rc = test_one(&reqs[i], &d, &inactive, st, 0);
         if (d && !inactive) {
             *index = i;
             return 1;
@@ -221,8 +228,9 @@ static int some_pass(int n, MPI_Request reqs[], int *outcount, int indices[],
                      MPI_Status sts[], int *err)
 {
     int active = 0, d, inactive, k = 0;
+    hb_p2p_poll();
     for (int i = 0; i < n; i++) {
-        int rc = test_one(&reqs[i], &d, &inactive, nth(sts, k));
+        int rc = test_one(&reqs[i], &d, &inactive, nth(sts, k), 0);
         if (rc != MPI_SUCCESS) {
             *err = 1;
             d = 1, inactive = 0;

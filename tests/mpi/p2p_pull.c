@@ -24,6 +24,8 @@ static void fold(const void *p, size_t n)
 }
 
 /* What the application can see of a status. */
+static int verbose; /* -v: every rank's digest after each case */
+
 static void fold_status(const MPI_Status *st, MPI_Datatype type)
 {
     int v[5] = {st->MPI_SOURCE, st->MPI_TAG, 0, 0, 0};
@@ -31,10 +33,15 @@ static void fold_status(const MPI_Status *st, MPI_Datatype type)
     MPI_Get_elements(st, type, &v[3]);
     MPI_Test_cancelled(st, &v[4]);
     fold(v, sizeof(v));
+    if (verbose > 1)
+        fprintf(stderr, "rank %d status %d %d %d %d %d\n", rank, v[0], v[1],
+                v[2], v[3], v[4]);
 }
 
 static void say(const char *what)
 {
+    if (verbose)
+        fprintf(stderr, "rank %d %016lx after %s\n", rank, h, what);
     if (rank == 0)
         printf("%s\n", what);
 }
@@ -154,6 +161,9 @@ static void mixed(void)
             fold_status(&st, MPI_INT);
     }
     fold(seen, sizeof(seen));
+    if (verbose > 1)
+        fprintf(stderr, "rank %d seen %d %d %d %d r %d %d\n", rank, seen[0],
+                seen[1], seen[2], seen[3], r[0], r[1]);
     fold(r, sizeof(r));
     /* Testsome with statuses, then without, then Testall. */
     for (int pass = 0; pass < 2; pass++) {
@@ -287,6 +297,7 @@ static void truncation(void)
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
+    verbose = argc > 1 && !strcmp(argv[1], "-v") ? 1 : argc > 1 && !strcmp(argv[1], "-vv") ? 2 : 0;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     right = (rank + 1) % size;
