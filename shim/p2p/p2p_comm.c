@@ -185,6 +185,8 @@ static void arrive(struct p2p_comm *c, MPI_Message msg, const MPI_Status *st)
         abort(); /* a claimed message cannot be given back to MPI */
     m->msg = msg;
     m->st = *st;
+    /* MPICH's Improbe leaves the cancelled bit as it found it */
+    PMPI_Status_set_cancelled(&m->st, 0);
     m->n.source = st->MPI_SOURCE;
     m->n.tag = st->MPI_TAG;
     PMPI_Get_count(st, MPI_BYTE, &bytes);
