@@ -105,6 +105,7 @@ static int start(const struct hb_ctx *ctx)
         hb_note("HOTBUF_P2P_PULL=%s: not auto, all or after:N; auto used",
                 ctx->cfg->p2p_pull);
     decide(ctx);
+    hb_p2p_bridge_start(ctx);
     if (p2p.mode != P2P_MODE_AUTO && p2p.off_reason == HB_P2P_OFF_THREADS)
         hb_note("MPI_THREAD_MULTIPLE: point-to-point pull off (hotbuf's "
                 "matcher is single-threaded)");
@@ -125,6 +126,7 @@ static void stop(const struct hb_ctx *ctx)
     hb_p2p_engaged = 0;
     hb_p2p_comm_free_all();
     hb_p2p_req_pool_free();
+    hb_p2p_bridge_stop();
     p2p.pull_ok = 0;
 }
 

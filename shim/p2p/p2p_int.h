@@ -98,6 +98,7 @@ struct p2p_state {
     uint64_t n_unexp;       /* messages in the unexpected stores */
     MPI_Request *pool;      /* idle handles */
     int npool, cappool;
+    MPI_Comm bridge; /* Intercomm_create's leaders talk here (p2p_bridge.c) */
     struct hb_p2p_summary stats;
 };
 
@@ -107,6 +108,10 @@ extern struct p2p_state p2p;
 void hb_p2p_update_engaged(void);
 void hb_p2p_poll(void);   /* one progress pass (guarded) */
 int hb_p2p_hook_ok(void); /* progress runs inside MPI (else: no pull) */
+
+/* p2p_bridge.c: collective over ctx->comm */
+void hb_p2p_bridge_start(const struct hb_ctx *ctx);
+void hb_p2p_bridge_stop(void);
 
 /* p2p_comm.c */
 struct p2p_comm *hb_p2p_comm_get(MPI_Comm comm); /* NULL: not ours */
