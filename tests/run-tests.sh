@@ -166,9 +166,12 @@ done
 for mpi in openmpi mpich; do
     for n in 2 4; do
         [ $mpi = mpich ] && [ $n = 4 ] && continue # MPICH busy-polls
-        for prog in p2p_patterns p2p_pull p2p_intercomm reuse_known rma_patterns \
-            allgather_patterns fortran_send fortran_f08; do
+        for prog in p2p_patterns p2p_pull p2p_intercomm reuse_known fortran_send fortran_f08; do
             HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n pulled $prog
+        done
+        # No receive of their own (one-sided, collectives): identical output.
+        for prog in rma_patterns allgather_patterns many_buffers; do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n any $prog
         done
         for after in 1 3; do
             HOTBUF_P2P_PULL=after:$after run_pair "$mpi/np$n/pull_after$after/p2p_patterns" \
@@ -176,6 +179,8 @@ for mpi in openmpi mpich; do
         done
         HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
     done
+    # MPI_THREAD_MULTIPLE: pull stays off, the program runs as before.
+    HOTBUF_P2P_PULL=all run_pair "$mpi/np2/pull_all/thread_multiple" $mpi 2 - thread_multiple
 done
 
 # ---- the bindings ----------------------------------------------------------------
