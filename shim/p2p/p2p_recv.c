@@ -23,6 +23,16 @@ static struct p2p_req *new_recv(struct p2p_comm *c, void *buf, MPI_Count count,
     return r;
 }
 
+/* The hotbuf receive for a receive-side call on comm, or NULL: the call
+ * goes to PMPI (MPI_PROC_NULL matches nothing; comm not pulled). */
+static struct p2p_req *managed(MPI_Comm comm, void *buf, MPI_Count count,
+                               MPI_Datatype type, int source, int tag,
+                               struct p2p_comm **cp)
+{
+    *cp = source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
+    return *cp ? new_recv(*cp, buf, count, type, source, tag) : NULL;
+}
+
 /* A blocking receive-side call: post, wait, hand over the status. */
 static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
 {
@@ -34,9 +44,8 @@ static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
 int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
                 int tag, MPI_Comm comm, MPI_Status *st)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r = c ? new_recv(c, buf, count, type, source, tag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (!r)
         return PMPI_C(PMPI_Recv)(buf, count, type, source, tag, comm, st);
     return block_on(c, r, st);
@@ -64,9 +73,8 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
 int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
                  int tag, MPI_Comm comm, MPI_Request *req)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r = c ? new_recv(c, buf, count, type, source, tag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (r && hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
         hb_p2p_req_release(r);
         r = NULL;
@@ -139,10 +147,8 @@ int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                     MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                     MPI_Status *st)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r =
-        c ? new_recv(c, rbuf, rcount, rtype, source, rtag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
     if (!r)
         return PMPI_C(PMPI_Sendrecv)(sbuf, scount, stype, dest, stag, rbuf,
@@ -175,9 +181,8 @@ int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                             int dest, int stag, int source, int rtag,
                             MPI_Comm comm, MPI_Status *st)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r = c ? new_recv(c, buf, count, type, source, rtag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;
     if (!r)
         return PMPI_C(PMPI_Sendrecv_replace)(buf, count, type, dest, stag,
@@ -212,10 +217,8 @@ int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                      MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                      MPI_Request *req)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r =
-        c ? new_recv(c, rbuf, rcount, rtype, source, rtag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
     if (!r) {
 #if MPI_VERSION >= 4
@@ -237,9 +240,8 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              int dest, int stag, int source, int rtag,
                              MPI_Comm comm, MPI_Request *req)
 {
-    struct p2p_comm *c =
-        source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
-    struct p2p_req *r = c ? new_recv(c, buf, count, type, source, rtag) : NULL;
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;
     if (!r) {
 #if MPI_VERSION >= 4
