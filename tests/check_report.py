@@ -260,7 +260,17 @@ def check_migrated(r, n, text):
     expect_true(f"receives migrated ({p.get('migrated')})", p.get("migrated", 0) > 0)
 
 
-CHECKS = {"pulled": check_pulled, "migrated": check_migrated, "reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
+def check_nohook(r, n, text):
+    """HOTBUF_P2P_PULL=all with the progress hook left out: nothing is
+    pulled, and the report says why."""
+    check_any(r, n, text)
+    p = r.get("p2p", {})
+    expect("communicators pulled", p.get("pulled"), 0)
+    expect_true(f"off for no_progress_hook ({p.get('off')})",
+                p.get("off", {}).get("no_progress_hook", 0) > 0)
+
+
+CHECKS = {"pulled": check_pulled, "nohook": check_nohook, "migrated": check_migrated, "reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
           "adapted": check_adapted, "full": check_full, "any": check_any}
 
 

@@ -166,7 +166,8 @@ done
 for mpi in openmpi mpich; do
     for n in 2 4; do
         [ $mpi = mpich ] && [ $n = 4 ] && continue # MPICH busy-polls
-        for prog in p2p_patterns p2p_pull p2p_intercomm reuse_known fortran_send fortran_f08; do
+        for prog in p2p_patterns p2p_pull p2p_intercomm p2p_progress reuse_known fortran_send \
+            fortran_f08; do
             HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n pulled $prog
         done
         # No receive of their own (one-sided, collectives): identical output.
@@ -179,6 +180,10 @@ for mpi in openmpi mpich; do
         done
         HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
     done
+    # Without progress inside MPI nothing is pulled: p2p_progress would hang
+    # (HOTBUF_P2P_UNSAFE_NO_HOOK=1 shows it), so it must run as before.
+    HOTBUF_TEST_PROGRESS_HOOK=0 HOTBUF_P2P_PULL=all \
+        run_pair "$mpi/np2/pull_nohook/p2p_progress" $mpi 2 nohook p2p_progress
     # MPI_THREAD_MULTIPLE: pull stays off, the program runs as before.
     HOTBUF_P2P_PULL=all run_pair "$mpi/np2/pull_all/thread_multiple" $mpi 2 - thread_multiple
 done
