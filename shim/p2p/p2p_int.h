@@ -69,9 +69,12 @@ struct p2p_req {
     MPI_Datatype type;
     int type_dup; /* type is our duplicate: free it */
     int source, tag;
-    MPI_Request inner; /* PMPI_Imrecv */
-    MPI_Request sreq;  /* Isendrecv: the send half */
-    void *tmp;         /* Sendrecv_replace: the packed send data */
+    int blocking; /* Recv, Sendrecv: matched = msg, for PMPI_Mrecv */
+    MPI_Message msg;
+    MPI_Count msg_bytes; /* of the matched message (blocking) */
+    MPI_Request inner;   /* PMPI_Imrecv */
+    MPI_Request sreq;    /* Isendrecv: the send half */
+    void *tmp;           /* Sendrecv_replace: the packed send data */
     MPI_Status st;
     int err;
     struct hb_pm_recv n;

@@ -36,6 +36,7 @@ static struct p2p_req *managed(MPI_Comm comm, void *buf, MPI_Count count,
 /* A blocking receive-side call: post, wait, hand over the status. */
 static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
 {
+    r->blocking = 1;
     hb_p2p_req_post(c, r);
     hb_p2p_req_block(r);
     return hb_p2p_req_complete(r, NULL, st);

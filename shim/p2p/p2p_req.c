@@ -157,17 +157,27 @@ void hb_p2p_req_post(struct p2p_comm *c, struct p2p_req *r)
  * communicator's error handler, as for its own receives. */
 void hb_p2p_req_deliver(struct p2p_req *r, struct p2p_msg *m)
 {
+    r->state = RQ_MATCHED;
+    if (r->blocking) { /* hb_p2p_req_block receives it */
+        r->msg = m->msg;
+        PMPI_Get_elements_x(&m->st, MPI_BYTE, &r->msg_bytes);
+        free(m);
+        return;
+    }
 #if MPI_VERSION >= 4
     r->err = PMPI_Imrecv_c(r->buf, r->count, r->type, &m->msg, &r->inner);
 #else
     r->err = PMPI_Imrecv(r->buf, (int)r->count, r->type, &m->msg, &r->inner);
 #endif
-    r->state = RQ_MATCHED;
     free(m);
 }
 
 static void finish(struct p2p_req *r, int rc)
 {
+    int cls = MPI_SUCCESS;
+    if (rc != MPI_SUCCESS && PMPI_Error_class(rc, &cls) == MPI_SUCCESS &&
+        cls == MPI_ERR_TRUNCATE)
+        p2p.stats.truncated++;
     r->err = rc;
     r->state = RQ_DONE;
     hb_p2p_comm_release_pending(r->c);
@@ -188,17 +198,59 @@ int hb_p2p_req_poll(struct p2p_req *r)
     return r->state == RQ_DONE && r->sreq == MPI_REQUEST_NULL;
 }
 
+static int mrecv(struct p2p_req *r)
+{
+#if MPI_VERSION >= 4
+    return PMPI_Mrecv_c(r->buf, r->count, r->type, &r->msg, &r->st);
+#else
+    return PMPI_Mrecv(r->buf, (int)r->count, r->type, &r->msg, &r->st);
+#endif
+}
+
+/* A truncated message.  MPI_Recv raises MPI_ERR_TRUNCATE through the
+ * communicator's error handler, but MPICH raises Mrecv's on
+ * MPI_COMM_WORLD's: both return here while MPI receives it (buffer and
+ * status as its own Recv leaves them), then the communicator's handler
+ * runs once. */
+static int mrecv_truncated(struct p2p_req *r)
+{
+    MPI_Errhandler world, own;
+    MPI_Comm comm = r->c ? r->c->comm : r->comm;
+    PMPI_Comm_get_errhandler(MPI_COMM_WORLD, &world);
+    PMPI_Comm_get_errhandler(comm, &own);
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    PMPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+    int rc = mrecv(r);
+    PMPI_Comm_set_errhandler(comm, own);
+    PMPI_Comm_set_errhandler(MPI_COMM_WORLD, world);
+    PMPI_Errhandler_free(&own);
+    PMPI_Errhandler_free(&world);
+    if (rc != MPI_SUCCESS) /* returns MPI_SUCCESS for MPI_ERRORS_RETURN */
+        PMPI_Comm_call_errhandler(comm, rc);
+    return rc;
+}
+
+static int truncates(const struct p2p_req *r)
+{
+    MPI_Count size = 0;
+    PMPI_Type_size_x(r->type, &size);
+    return r->msg_bytes > size * r->count;
+}
+
+/* A blocking call receives its match with PMPI_Mrecv, as MPI_Recv would
+ * (MPICH leaves the buffer of a truncated receive as it was). */
 void hb_p2p_req_block(struct p2p_req *r)
 {
-    while (!hb_p2p_req_poll(r)) {
-        if (r->state == RQ_MATCHED && p2p.hook) { /* MPI's alone now */
-            finish(r, PMPI_Wait(&r->inner, &r->st));
-            continue;
-        }
+    while (r->state == RQ_POSTED) {
         hb_progress_yield(NULL);
         if (r->state == RQ_POSTED && r->c)
             hb_p2p_claim(r->c); /* also when progress is busy above us */
     }
+    if (r->state == RQ_MATCHED)
+        finish(r, truncates(r) ? mrecv_truncated(r) : mrecv(r));
+    while (r->sreq != MPI_REQUEST_NULL)
+        if (!hb_p2p_req_poll(r))
+            hb_progress_yield(NULL);
 }
 
 int hb_p2p_req_complete(struct p2p_req *r, MPI_Request *handle, MPI_Status *st)

@@ -267,33 +267,46 @@ static void status_calls(void)
     say("status: Request_get_status, Request_free pending, PROC_NULL");
 }
 
+/* Truncation under MPI_ERRORS_RETURN: blocking receives raise it on the
+ * communicator's handler (MPI_COMM_WORLD keeps ERRORS_ARE_FATAL), buffer
+ * and status as MPI's own Recv leaves them. */
 static void truncation(void)
 {
     MPI_Comm d;
-    int s[8], r[8], rc, cls, cls2;
+    int s[8], r[8], rc, cls[3];
     MPI_Request q;
     MPI_Status st;
     for (int i = 0; i < 8; i++)
         s[i] = rank * 8 + i, r[i] = -1;
     MPI_Comm_dup(MPI_COMM_WORLD, &d);
     MPI_Comm_set_errhandler(d, MPI_ERRORS_RETURN);
-    /* MPICH raises a Wait's error on MPI_COMM_WORLD's handler */
-    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Send(s, 8, MPI_INT, right, 91, d);
     rc = MPI_Recv(r, 4, MPI_INT, left, 91, d, &st);
-    MPI_Error_class(rc, &cls);
+    MPI_Error_class(rc, &cls[0]);
     fold(r, sizeof(r));
+    fold_status(&st, MPI_BYTE);
+    MPI_Send(s, 5, MPI_INT, right, 93, d);
+    rc = MPI_Sendrecv(s, 0, MPI_INT, right, 94, r, 3, MPI_INT, left, 93, d,
+                      &st);
+    MPI_Error_class(rc, &cls[1]);
+    fold(r, sizeof(r));
+    MPI_Recv(r, 0, MPI_INT, left, 94, d, MPI_STATUS_IGNORE);
+    /* MPICH raises a Wait's error on MPI_COMM_WORLD's handler */
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Send(s, 6, MPI_INT, right, 92, d);
     MPI_Irecv(r, 2, MPI_INT, left, 92, d, &q);
     rc = MPI_Wait(&q, &st);
-    MPI_Error_class(rc, &cls2);
+    MPI_Error_class(rc, &cls[2]);
     fold(r, sizeof(r));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL);
     MPI_Barrier(d);
     MPI_Comm_free(&d);
     if (rank == 0)
-        printf("truncation: Recv %s, Wait %s\n",
-               cls == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE" : "other",
-               cls2 == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE" : "other");
+        for (int i = 0; i < 3; i++)
+            printf("truncation: %s %s\n",
+                   i == 0 ? "Recv" : i == 1 ? "Sendrecv" : "Irecv+Wait",
+                   cls[i] == MPI_ERR_TRUNCATE ? "MPI_ERR_TRUNCATE" : "other");
+    say("truncation");
 }
 
 int main(int argc, char **argv)
