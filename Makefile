@@ -53,14 +53,16 @@ MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
             $(filter-out shim/p2p/p2p_match.c, $(wildcard shim/p2p/*.c)) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
-            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c)
+            pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \
+            pmpi/attr_wrappers.c pmpi/wrap_version.c)
 HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h regcache/*.h)
 INCLUDES := -I. -Ishim
 
 # The C and Fortran bindings, generated from one table (pmpi/mpi_calls.def).
 GEN      := $(BUILD)/gen
-GEN_SRC  := $(GEN)/c_bindings.c $(GEN)/f_bindings.c
-GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o
+GEN_SRC  := $(GEN)/c_bindings.c $(GEN)/f_bindings.c $(GEN)/wrap_checked.c
+GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o \
+            $(BUILD)/obj/gen/wrap_checked.o
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC)) $(GEN_OBJ)
 
@@ -76,15 +78,25 @@ $(BUILD)/obj/%.o: %.c $(HEADERS) Makefile
 	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) $(CFLAGS) -c $< -o $@
 
 # One rule, several outputs: a grouped target.
-$(GEN)/bodies.h $(GEN_SRC) $(GEN)/f_symbols.txt &: pmpi/mpi_calls.def pmpi/gen_bindings.py
+$(GEN)/bodies.h $(GEN)/c_bindings.c $(GEN)/f_bindings.c $(GEN)/f_symbols.txt &: pmpi/mpi_calls.def pmpi/gen_bindings.py
 	python3 pmpi/gen_bindings.py --mpi $(MPI) pmpi/mpi_calls.def $(GEN)
+
+# The mpi.h version whose wrapped list this build checks (pmpi/wrap_version.c).
+$(GEN)/wrap_checked.c: pmpi/unwrapped.def pmpi/check_wrapped.py
+	@mkdir -p $(dir $@)
+	python3 pmpi/check_wrapped.py --mpi $(MPI) --version-c $@ pmpi/unwrapped.def
 
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN)/bodies.h $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) -I$(GEN) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
-	$(MPICC) -shared -O2 -flto=auto -o $@ $^ $(LIBS) -Wl,-z,defs
+# Linked, then checked: every function of the target mpi.h that takes a
+# request, message or status, or makes or frees a communicator, is wrapped
+# (C and Fortran) or listed in pmpi/unwrapped.def; else no library.
+$(LIB): $(LIB_OBJ) pmpi/check_wrapped.py pmpi/unwrapped.def
+	$(MPICC) -shared -O2 -flto=auto -o $@.tmp $(LIB_OBJ) $(LIBS) -Wl,-z,defs
+	python3 pmpi/check_wrapped.py --mpi $(MPI) --lib $@.tmp pmpi/unwrapped.def
+	mv $@.tmp $@
 
 # ---- tests -------------------------------------------------------------------
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)

@@ -174,10 +174,11 @@ int hb_f_indices_in(struct hb_f_indices *a, int n)
     return a->c ? MPI_SUCCESS : MPI_ERR_NO_MEM;
 }
 
-void hb_f_indices_out(const struct hb_f_indices *a, int k, MPI_Fint *f)
+void hb_f_indices_out(const struct hb_f_indices *a, int k, MPI_Fint *f,
+                      int base)
 {
     for (int i = 0; i < hb_f_some(k); i++)
-        f[i] = a->c[i] + 1;
+        f[i] = a->c[i] + base;
 }
 
 void hb_f_indices_done(struct hb_f_indices *a)

@@ -124,6 +124,9 @@ class Row:
     def lower(self):
         return self.name.lower()
 
+    def has_index(self):
+        return any(p.kind in ("index", "indices") for p in self.params)
+
     def has_buffer(self):
         return any(p.kind == "buf" for p in self.params)
 
@@ -272,8 +275,9 @@ def no_mem(call, done):
             ["    hb_f_ierr(ierr, MPI_ERR_NO_MEM);", "    return;", "}"])
 
 
-def f_convert(row):
-    """(locals, C arguments, statements after a successful call, cleanup)."""
+def f_convert(row, base="1"):
+    """(locals, C arguments, statements after a successful call, cleanup);
+    base: what Fortran indices count from (a C expression)."""
     pre, args, post, done = [], [], [], []
     scalar = {q.name: f"*{q.name}" for q in row.params}
     for p in row.params:
@@ -303,13 +307,13 @@ def f_convert(row):
             args.append(f"&{n}_c")
             post.append({"logical": f"*{n} = hb_f_logical({n}_c);",
                          "int_out": f"*{n} = {n}_c;",
-                         "index": f"*{n} = hb_f_index({n}_c);"}[p.kind])
+                         "index": f"*{n} = hb_f_index({n}_c, {base});"}[p.kind])
         elif p.kind == "indices":                   # Waitsome, Testsome
             cnt, got = scalar[p.count], f"{p.out_count}_c"
             pre.append(f"struct hb_f_indices {n}_c;")
             pre += no_mem(f"hb_f_indices_in(&{n}_c, {cnt})", done)
             args.append(f"{n}_c.c")
-            post.append(f"hb_f_indices_out(&{n}_c, {got}, {n});")
+            post.append(f"hb_f_indices_out(&{n}_c, {got}, {n}, {base});")
             done.append(f"hb_f_indices_done(&{n}_c);")
         elif p.kind.startswith("requests_") or p.kind == "statuses":
             what = "statuses" if p.kind == "statuses" else "requests"
@@ -328,9 +332,9 @@ def f_convert(row):
     return pre, args, post, done
 
 
-def f_binding(row, fname):
+def f_binding(row, fname, base="1"):
     decls = [f_decl(p) for p in row.params] + ["MPI_Fint *ierr"]
-    pre, args, post, done = f_convert(row)
+    pre, args, post, done = f_convert(row, base)
     out = [wrap_call(f"HB_EXPORT void {fname}", decls), "{"]
     out += ["    " + s for s in pre]
     out.append(wrap_call(f"    int rc = hb_call_{row.name}",
@@ -388,10 +392,15 @@ def fortran(row, mpi):
             aliases += name_forms(also[4:]) + [f"ompi_{also[4:].lower()}_f"]
     elif row.has_buffer():
         parts.append(f08ts_passthrough(row))
+    elif row.has_index():   # MPICH 4.0's mpi_f08 indices (f_convert.h)
+        parts.append(f_binding(row, f"mpi_{row.lower}_f08_",
+                               "HB_F08_INDEX_BASE_MPICH"))
     else:
         aliases.append(f"mpi_{row.lower}_f08_")
     parts += [f"HB_F_ALIAS({main}, {a})" for a in aliases]
     names = [main] + aliases
+    if mpi == "mpich" and row.has_index() and not row.has_buffer():
+        names.append(f"mpi_{row.lower}_f08_")
     if mpi == "mpich" and row.has_buffer():
         names.append(f"mpi_{row.lower}_f08ts_")
     return "\n".join(parts), names

@@ -133,6 +133,50 @@ run_pair() {
     pass "$name"
 }
 
+# run_route NAME FLAVOUR PROGRAM FUNCTION...
+# The receive side's bindings reach hotbuf's point-to-point functions:
+# under HOTBUF_TEST_P2P_PASS=1 every receive-side call goes to them
+# (shim/p2p/p2p_pass.c counts each and prints the counts at exit) and
+# MPI_TAG_UB shows one less.  Every FUNCTION must have been reached on both
+# ranks, and the output must be the plain one with each "tag_ub N" line
+# lowered by one.  (Until the pull engine replaces p2p_pass.c.)
+run_route() {
+    local name=$1 mpi=$2 prog=build/$2/tests/$3; shift 3
+    selected "$name" || return 0
+    local dir=$work/$name; mkdir -p "$dir"
+    local l; l=$(launcher "$mpi" 2)
+    if ! timeout 300 $l "$prog" >"$dir/plain.out" 2>"$dir/plain.err" || [ ! -s "$dir/plain.out" ]; then
+        fail "$name" "the program fails without hotbuf" "$dir/plain.err"; return
+    fi
+    if ! HOTBUF_TEST_P2P_PASS=1 timeout 300 tools/hotbuf-run --mpi=$mpi -- $l "$prog" \
+         >"$dir/hotbuf.out" 2>"$dir/hotbuf.err"; then
+        fail "$name" "the program fails under hotbuf" "$dir/hotbuf.err"; return
+    fi
+    awk '$1 == "tag_ub" { print "tag_ub", $2 - 1; next } { print }' "$dir/plain.out" >"$dir/expected.out"
+    if ! diff -u "$dir/expected.out" "$dir/hotbuf.out" >"$dir/diff"; then
+        fail "$name" "output differs (tag_ub lowered by one)" "$dir/diff"; return
+    fi
+    local counts f missing=""
+    counts=$(grep '^hotbuf-p2p-pass:' "$dir/hotbuf.err")
+    if [ "$(grep -c . <<<"$counts")" != 2 ]; then
+        fail "$name" "no call counts from both ranks" "$dir/hotbuf.err"; return
+    fi
+    for f in "$@"; do
+        grep -qw "$f=0" <<<"$counts" && missing="$missing $f"
+        grep -qw "$f=[0-9]*" <<<"$counts" || missing="$missing $f(unknown)"
+    done
+    if [ -n "$missing" ]; then
+        echo "$counts" >>"$dir/diff"
+        fail "$name" "calls that never reached hotbuf:$missing" "$dir/diff"; return
+    fi
+    pass "$name"
+}
+
+# What tests/mpi/p2p_recv*.c/f90 call: every receive-side function.
+P2P_ALL="recv irecv recv_init start startall sendrecv sendrecv_replace probe iprobe mprobe
+         improbe wait test waitall testall waitany testany waitsome testsome
+         request_get_status cancel request_free comm_free comm_disconnect"
+
 for mpi in openmpi mpich; do
     for n in 2 4; do
         # MPICH busy-polls: with more ranks than the 2 cores it is ~100x
@@ -156,6 +200,13 @@ for mpi in openmpi mpich; do
     HOTBUF_ADAPT=0 HOTBUF_TABLE_MAX_ENTRIES=1000 \
         run_pair "$mpi/np2/many_buffers_full" $mpi 2 full many_buffers
     HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
+    # The receive side, C and Fortran (use mpi, mpi_f08): every wrapped call.
+    mpi4=""; [ $mpi = mpich ] && mpi4="isendrecv isendrecv_replace" # C only
+    for p in p2p_recv p2p_recv_f p2p_recv_f08; do
+        run_pair "$mpi/np2/$p" $mpi 2 any $p
+        # shellcheck disable=SC2086
+        run_route "$mpi/np2/${p/p2p_recv/p2p_route}" $mpi $p $P2P_ALL $([ $p = p2p_recv ] && echo $mpi4)
+    done
 done
 
 # ---- point-to-point pull (issue 12) -------------------------------------------------

@@ -11,6 +11,7 @@
 #include "track/calibrate.h"
 #include "transport/transport.h"
 #include "track_mpi.h"
+#include "wrapcheck.h"
 
 struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};
 __thread int hb_nested __attribute__((tls_model("initial-exec")));
@@ -143,6 +144,8 @@ void hb_runtime_after_init(int provided)
     agree_config();
     if (!hb_rt.cfg.enable)
         goto out;
+    if (hb_rt.cfg.p2p)
+        hb_wrapcheck_note();
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm) != MPI_SUCCESS) {
         hb_note(
             "cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");

@@ -6,6 +6,7 @@
 #include "core/note.h"
 #include "core/progress.h"
 #include "core/subsys.h"
+#include "core/wrapcheck.h"
 #include "p2p_int.h"
 
 int hb_p2p_engaged;
@@ -46,6 +47,8 @@ static void decide(const struct hb_ctx *ctx)
         p2p.off_reason = HB_P2P_OFF_THREADS;
     else if (p2p.mode == P2P_MODE_AUTO)
         p2p.off_reason = HB_P2P_OFF_NOT_NEEDED;
+    else if (!hb_bindings_checked()) /* core notes it once */
+        p2p.off_reason = HB_P2P_OFF_UNCHECKED;
     else
         p2p.pull_ok = 1;
 }
@@ -113,7 +116,7 @@ static int start(const struct hb_ctx *ctx)
         p2p.pull_ok = 0;
         p2p.off_reason = HB_P2P_OFF_MEMORY;
     }
-    p2p.engaged_min = p2p.pull_ok;
+    p2p.engaged_min = p2p.pull_ok || hb_p2p_route.on;
     hb_p2p_update_engaged();
     return 0;
 }

@@ -264,6 +264,7 @@ void hb_p2p_comm_created(MPI_Comm comm)
 
 int hb_p2p_comm_free(MPI_Comm *comm)
 {
+    HB_P2P_ROUTE(comm_free);
     struct p2p_comm *c = comm ? find(*comm) : NULL;
     if (c && c->free_deferred)
         c = NULL; /* cannot happen: the application's handle is NULL */
@@ -280,6 +281,7 @@ int hb_p2p_comm_free(MPI_Comm *comm)
 
 int hb_p2p_comm_disconnect(MPI_Comm *comm)
 {
+    HB_P2P_ROUTE(comm_disconnect);
     struct p2p_comm *c = comm ? find(*comm) : NULL;
     while (c && c->pending) /* disconnect waits for pending traffic */
         hb_progress_yield(NULL);
@@ -295,8 +297,9 @@ void hb_p2p_comm_free_all(void)
     drop(c);
 }
 
-/* Part 1 sends no markers: MPI_TAG_UB is MPI's own. */
+/* Part 1 sends no markers: MPI_TAG_UB is MPI's own (one less under the
+ * route test, which checks that the queries subtract). */
 int hb_p2p_tag_ub_hidden(void)
 {
-    return 0;
+    return hb_p2p_route.on;
 }

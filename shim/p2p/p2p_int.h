@@ -107,6 +107,29 @@ struct p2p_state {
 
 extern struct p2p_state p2p;
 
+/* The test switch of p2p_route.c: calls per function. */
+#define HB_P2P_ROUTE_FUNCS(X)                                                  \
+    X(recv)                                                                    \
+    X(irecv) X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace) \
+        X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe) X(mprobe)         \
+            X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)        \
+                X(testany) X(waitsome) X(testsome) X(request_get_status)       \
+                    X(cancel) X(request_free) X(comm_free) X(comm_disconnect)
+#define HB_P2P_ROUTE_ENUM(f) HB_P2P_ROUTE_##f,
+enum { HB_P2P_ROUTE_FUNCS(HB_P2P_ROUTE_ENUM) HB_P2P_ROUTE_N };
+
+struct p2p_route {
+    int on; /* HOTBUF_TEST_P2P_PASS=1 */
+    unsigned long calls[HB_P2P_ROUTE_N];
+};
+extern struct p2p_route hb_p2p_route;
+
+#define HB_P2P_ROUTE(f)                                                        \
+    do {                                                                       \
+        if (hb_p2p_route.on)                                                   \
+            hb_p2p_route.calls[HB_P2P_ROUTE_##f]++;                            \
+    } while (0)
+
 /* p2p.c */
 void hb_p2p_update_engaged(void);
 void hb_p2p_poll(void);   /* one progress pass (guarded) */

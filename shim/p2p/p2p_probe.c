@@ -43,6 +43,7 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
 
 int hb_p2p_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 {
+    HB_P2P_ROUTE(iprobe);
     struct p2p_comm *c = pulled(source, comm);
     struct p2p_msg *m;
     if (!c)
@@ -56,6 +57,7 @@ int hb_p2p_iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *st)
 
 int hb_p2p_probe(int source, int tag, MPI_Comm comm, MPI_Status *st)
 {
+    HB_P2P_ROUTE(probe);
     struct p2p_comm *c = pulled(source, comm);
     struct p2p_msg *m;
     if (!c)
@@ -69,6 +71,7 @@ int hb_p2p_probe(int source, int tag, MPI_Comm comm, MPI_Status *st)
 int hb_p2p_improbe(int source, int tag, MPI_Comm comm, int *flag,
                    MPI_Message *msg, MPI_Status *st)
 {
+    HB_P2P_ROUTE(improbe);
     struct p2p_comm *c = pulled(source, comm);
     struct p2p_msg *m;
     if (!c)
@@ -83,6 +86,7 @@ int hb_p2p_improbe(int source, int tag, MPI_Comm comm, int *flag,
 int hb_p2p_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg,
                   MPI_Status *st)
 {
+    HB_P2P_ROUTE(mprobe);
     struct p2p_comm *c = pulled(source, comm);
     struct p2p_msg *m;
     if (!c)

@@ -45,6 +45,7 @@ static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
 int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
                 int tag, MPI_Comm comm, MPI_Status *st)
 {
+    HB_P2P_ROUTE(recv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (!r)
@@ -74,6 +75,7 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
 int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
                  int tag, MPI_Comm comm, MPI_Request *req)
 {
+    HB_P2P_ROUTE(irecv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (r && hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
@@ -97,6 +99,7 @@ int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
 int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
                      int tag, MPI_Comm comm, MPI_Request *req)
 {
+    HB_P2P_ROUTE(recv_init);
     struct p2p_comm *c;
     struct p2p_req *r;
     int rc = PMPI_C(PMPI_Recv_init)(buf, count, type, source, tag, comm, req);
@@ -116,6 +119,7 @@ int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
 
 int hb_p2p_start(MPI_Request *req)
 {
+    HB_P2P_ROUTE(start);
     struct p2p_req *r = hb_p2p_req_find(*req);
     struct p2p_comm *c;
     if (!r || !r->persistent || r->state != RQ_INACTIVE)
@@ -137,6 +141,7 @@ int hb_p2p_start(MPI_Request *req)
 /* Startall is Start on each, in order (MPI-4.0 §3.9). */
 int hb_p2p_startall(int n, MPI_Request reqs[])
 {
+    HB_P2P_ROUTE(startall);
     int rc = MPI_SUCCESS;
     for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
         rc = hb_p2p_start(&reqs[i]);
@@ -148,6 +153,7 @@ int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                     MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                     MPI_Status *st)
 {
+    HB_P2P_ROUTE(sendrecv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -182,6 +188,7 @@ int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                             int dest, int stag, int source, int rtag,
                             MPI_Comm comm, MPI_Status *st)
 {
+    HB_P2P_ROUTE(sendrecv_replace);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;
@@ -218,6 +225,7 @@ int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                      MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
                      MPI_Request *req)
 {
+    HB_P2P_ROUTE(isendrecv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -241,6 +249,7 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              int dest, int stag, int source, int rtag,
                              MPI_Comm comm, MPI_Request *req)
 {
+    HB_P2P_ROUTE(isendrecv_replace);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;

@@ -12,13 +12,12 @@
 #define HB_P2P_OFF_REASONS(_)                                                  \
     _(HB_P2P_OFF_NOT_NEEDED, "not_needed")    /* auto: nothing asked */        \
     _(HB_P2P_OFF_SWITCH, "switched_off")      /* HOTBUF_P2P=0 */               \
+    _(HB_P2P_OFF_UNCHECKED, "unchecked_mpi")  /* bindings not checked */       \
     _(HB_P2P_OFF_NO_HOOK, "no_progress_hook") /* no progress inside MPI */     \
     _(HB_P2P_OFF_THREADS, "threads")          /* MPI_THREAD_MULTIPLE */        \
     _(HB_P2P_OFF_INTERCOMM, "intercomm")      /* intercommunicator */          \
     _(HB_P2P_OFF_WORLDS, "multiple_worlds")   /* spans several worlds */       \
-    _(HB_P2P_OFF_INTERCOMM_PEER,                                               \
-      "intercomm_peer")            /* peer of Intercomm_create */              \
-    _(HB_P2P_OFF_MEMORY, "memory") /* out of memory */
+    _(HB_P2P_OFF_MEMORY, "memory")            /* out of memory */
 
 enum hb_p2p_off_reason { HB_P2P_OFF_REASONS(HB_REPORT_ENUM) HB_P2P_NREASONS };
 

@@ -84,6 +84,7 @@ static void entry(void)
 
 int hb_p2p_test(MPI_Request *req, int *flag, MPI_Status *st)
 {
+    HB_P2P_ROUTE(test);
     int inactive;
     entry();
     if (!hb_p2p_req_find(*req))
@@ -93,6 +94,7 @@ int hb_p2p_test(MPI_Request *req, int *flag, MPI_Status *st)
 
 int hb_p2p_wait(MPI_Request *req, MPI_Status *st)
 {
+    HB_P2P_ROUTE(wait);
     int done = 0, inactive, rc;
     entry();
     if (!hb_p2p_req_find(*req) && pmpi_may_block())
@@ -129,6 +131,7 @@ static int all_pass(int n, MPI_Request reqs[], MPI_Status sts[], char *done,
 
 int hb_p2p_waitall(int n, MPI_Request reqs[], MPI_Status sts[])
 {
+    HB_P2P_ROUTE(waitall);
     int err = 0;
     char *done;
     entry();
@@ -162,6 +165,7 @@ static int is_complete(MPI_Request req)
 /* Testall completes nothing unless everything is complete. */
 int hb_p2p_testall(int n, MPI_Request reqs[], int *flag, MPI_Status sts[])
 {
+    HB_P2P_ROUTE(testall);
     int err = 0;
     char *done;
     entry();
@@ -202,6 +206,7 @@ static int any_pass(int n, MPI_Request reqs[], int *index, MPI_Status *st,
 
 int hb_p2p_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 {
+    HB_P2P_ROUTE(waitany);
     int rc = MPI_SUCCESS;
     entry();
     if (!any_ours(n, reqs) && pmpi_may_block())
@@ -214,6 +219,7 @@ int hb_p2p_waitany(int n, MPI_Request reqs[], int *index, MPI_Status *st)
 int hb_p2p_testany(int n, MPI_Request reqs[], int *index, int *flag,
                    MPI_Status *st)
 {
+    HB_P2P_ROUTE(testany);
     int rc = MPI_SUCCESS;
     entry();
     if (!any_ours(n, reqs))
@@ -248,6 +254,7 @@ static int some_pass(int n, MPI_Request reqs[], int *outcount, int indices[],
 int hb_p2p_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                     MPI_Status sts[])
 {
+    HB_P2P_ROUTE(waitsome);
     int err = 0;
     entry();
     if (!any_ours(n, reqs) && pmpi_may_block())
@@ -260,6 +267,7 @@ int hb_p2p_waitsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 int hb_p2p_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
                     MPI_Status sts[])
 {
+    HB_P2P_ROUTE(testsome);
     int err = 0;
     entry();
     if (!any_ours(n, reqs))
@@ -270,6 +278,7 @@ int hb_p2p_testsome(int n, MPI_Request reqs[], int *outcount, int indices[],
 
 int hb_p2p_request_get_status(MPI_Request req, int *flag, MPI_Status *st)
 {
+    HB_P2P_ROUTE(request_get_status);
     struct p2p_req *r;
     entry();
     r = hb_p2p_req_find(req);
@@ -287,6 +296,7 @@ int hb_p2p_request_get_status(MPI_Request req, int *flag, MPI_Status *st)
  * matched one completes normally (MPI-4.0 §3.8.4). */
 int hb_p2p_cancel(MPI_Request *req)
 {
+    HB_P2P_ROUTE(cancel);
     struct p2p_req *r = hb_p2p_req_find(*req);
     if (!r || r->state == RQ_PMPI)
         return PMPI_Cancel(req);
@@ -304,6 +314,7 @@ int hb_p2p_cancel(MPI_Request *req)
 
 int hb_p2p_request_free(MPI_Request *req)
 {
+    HB_P2P_ROUTE(request_free);
     struct p2p_req *r = hb_p2p_req_find(*req);
     if (!r)
         return PMPI_Request_free(req);
