@@ -136,10 +136,10 @@ run_pair() {
 # run_route NAME FLAVOUR PROGRAM FUNCTION...
 # The receive side's bindings reach hotbuf's point-to-point functions:
 # under HOTBUF_TEST_P2P_PASS=1 every receive-side call goes to them
-# (shim/p2p/p2p_pass.c counts each and prints the counts at exit) and
+# (shim/p2p/p2p_route.c counts each and prints the counts at exit) and
 # MPI_TAG_UB shows one less.  Every FUNCTION must have been reached on both
 # ranks, and the output must be the plain one with each "tag_ub N" line
-# lowered by one.  (Until the pull engine replaces p2p_pass.c.)
+# lowered by one.
 run_route() {
     local name=$1 mpi=$2 prog=build/$2/tests/$3; shift 3
     selected "$name" || return 0
