@@ -110,7 +110,8 @@ extern struct p2p_state p2p;
 /* The test switch of p2p_route.c: calls per function. */
 #define HB_P2P_ROUTE_FUNCS(X)                                                  \
     X(recv)                                                                    \
-    X(irecv) X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace) \
+    X(irecv)                                                                   \
+    X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace)          \
         X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe) X(mprobe)         \
             X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)        \
                 X(testany) X(waitsome) X(testsome) X(request_get_status)       \
