@@ -108,14 +108,14 @@ struct p2p_state {
 extern struct p2p_state p2p;
 
 /* The test switch of p2p_route.c: calls per function. */
+/* clang-format off */
 #define HB_P2P_ROUTE_FUNCS(X)                                                  \
-    X(recv)                                                                    \
-    X(irecv)                                                                   \
-    X(recv_init) X(start) X(startall) X(sendrecv) X(sendrecv_replace)          \
-        X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe) X(mprobe)         \
-            X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)        \
-                X(testany) X(waitsome) X(testsome) X(request_get_status)       \
-                    X(cancel) X(request_free) X(comm_free) X(comm_disconnect)
+    X(recv) X(irecv) X(recv_init) X(start) X(startall) X(sendrecv)             \
+    X(sendrecv_replace) X(isendrecv) X(isendrecv_replace) X(probe) X(iprobe)   \
+    X(mprobe) X(improbe) X(wait) X(test) X(waitall) X(testall) X(waitany)     \
+    X(testany) X(waitsome) X(testsome) X(request_get_status) X(cancel)         \
+    X(request_free) X(comm_free) X(comm_disconnect)
+/* clang-format on */
 #define HB_P2P_ROUTE_ENUM(f) HB_P2P_ROUTE_##f,
 enum { HB_P2P_ROUTE_FUNCS(HB_P2P_ROUTE_ENUM) HB_P2P_ROUTE_N };
 
