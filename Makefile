@@ -22,6 +22,7 @@ endif
 
 MPICC   := mpicc.$(MPI)
 MPIFC   := mpif90.$(MPI)
+MPICXX  := mpicxx.$(MPI)
 BUILD   := build/$(MPI)
 LIB     := $(BUILD)/libhotbuf.so
 CC      ?= cc
@@ -47,6 +48,7 @@ STATS_SRC := $(wildcard shim/*/*_stats.c)
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
+            shim/report/report_advice.c shim/report/report_html.c \
             $(STATS_SRC) shim/p2p/p2p_match.c
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
@@ -110,8 +112,10 @@ build/unit/%: tests/unit/%.c $(UNIT_LIBSRC) $(HEADERS) $(wildcard tests/unit/*.h
 
 MPI_TEST_C   := $(wildcard tests/mpi/*.c)
 MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
+MPI_TEST_CXX := $(wildcard tests/mpi/*.cpp)
 MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
-                $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
+                $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F)) \
+                $(patsubst tests/mpi/%.cpp,$(BUILD)/tests/%,$(MPI_TEST_CXX))
 TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1 \
                 $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag
 
@@ -127,6 +131,11 @@ $(BUILD)/tests/f_convert_check: tests/mpi/f_convert_check.c pmpi/f_convert.c pmp
 $(BUILD)/tests/%: tests/mpi/%.f90
 	@mkdir -p $(dir $@)
 	$(MPIFC) -O2 -g -o $@ $< -J $(dir $@)
+
+# C++ call sites (their names are demangled in the report).
+$(BUILD)/tests/%: tests/mpi/%.cpp tests/mpi/digest.h
+	@mkdir -p $(dir $@)
+	$(MPICXX) -O2 -g -Wall -o $@ $<
 
 $(BUILD)/tools/%: tools/demo/%.c
 	@mkdir -p $(dir $@)

@@ -207,6 +207,15 @@ for mpi in openmpi mpich; do
         # shellcheck disable=SC2086
         run_route "$mpi/np2/${p/p2p_recv/p2p_route}" $mpi $p $P2P_ALL $([ $p = p2p_recv ] && echo $mpi4)
     done
+    # Advice, names and crediting (issue 15): buffers used once, a buffer
+    # two sites share (the fixed cost model of sizes_known), C++ and
+    # Fortran call sites.
+    run_pair "$mpi/np2/used_once" $mpi 2 used_once used_once
+    HOTBUF_THRESHOLD=100 HOTBUF_COPY_NS_PER_KB=100 HOTBUF_LOOKUP_NS=20 \
+        HOTBUF_REG_BASE_US=10 HOTBUF_REG_PAGE_US=0.25 \
+        run_pair "$mpi/np2/shared_buffer" $mpi 2 shared_buffer shared_buffer
+    run_pair "$mpi/np2/names_cxx" $mpi 2 names_cxx names_cxx
+    run_pair "$mpi/np2/names_fortran" $mpi 2 names_fortran names_fortran
 done
 
 # ---- point-to-point pull (issue 12) -------------------------------------------------
@@ -269,6 +278,10 @@ source tests/install.sh
 install_tests
 source tests/slurm.sh
 slurm_tests
+
+# ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
+source tests/html.sh
+html_tests
 
 # ---- verbs tests, in the soft-RoCE guest -------------------------------------------
 # The guest boots the Debian kernel under TCG in seconds; the suite takes

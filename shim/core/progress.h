@@ -58,12 +58,14 @@ void hb_progress_yield(void *arg);
  * The hook runs hb_progress() every HB_PROGRESS_HOOK_EVERY-th pass.
  *
  * What a callback may call from inside the hook:
- *   - no hotbuf wait that blocks on another rank (it may be the rank the
- *     application's MPI call is waiting for ... and vice versa);
- *   - PMPI calls that do not block: PMPI_Iprobe/PMPI_Improbe/PMPI_Imrecv,
- *     PMPI_Isend/PMPI_Test on hotbuf's own communicators, and
- *     PMPI_Improbe + PMPI_Imrecv (+ PMPI_Test of the receive) on the
- *     application's communicators (the point-to-point engine's claims).  Those drive MPI's progress again,
+ *   - no hotbuf wait that blocks on another rank: that rank may itself be
+ *     waiting for this one, inside MPI;
+ *   - PMPI calls that do not block: PMPI_Iprobe/PMPI_Improbe/PMPI_Imrecv/
+ *     PMPI_Test on hotbuf's own communicators, and PMPI_Improbe +
+ *     PMPI_Imrecv (+ PMPI_Test of the receive) on the application's
+ *     communicators (the point-to-point engine's claims; nonblocking
+ *     sends are the same kind of call, but untested from here).  Those
+ *     drive MPI's progress again,
  *     which re-enters the hook: hb_progress() then returns at once, so
  *     there is no recursion into hotbuf.  Checked on both MPIs by
  *     tests/mpi/progress_hook.c with the test probe (HOTBUF_TEST_
@@ -71,13 +73,16 @@ void hb_progress_yield(void *arg);
  *     communicator and PMPI_Improbe + PMPI_Imrecv + PMPI_Test claiming
  *     the test's messages on MPI_COMM_WORLD from every hook pass,
  *     while the rank sits in MPI_Barrier, MPI_Allreduce and MPI_Recv).
- *     Open MPI: opal_progress() is then called recursively from our
- *     callback; it holds no lock across the callbacks (callbacks_len is
- *     re-read, the BTL progress functions are not on the stack), so that
- *     is safe.  MPICH: the hook runs after the real ucp_worker_progress()
- *     has returned, so UCX is never re-entered from a UCX callback; the
- *     nested PMPI call re-enters MPICH's progress engine, as a nested
- *     progress hook of its own would.
+ *     Open MPI 4.1: opal_progress() is then called recursively from our
+ *     callback.  It holds no lock around its callback loop in a job that
+ *     is not MPI_THREAD_MULTIPLE, and the BTL/PML progress functions are
+ *     our callback's siblings in that loop, so none of them is on the
+ *     stack when it recurses: safe.  MPICH 4.0 ch4:ucx: the netmod's
+ *     progress is a bare ucp_worker_progress() call, and the hook runs
+ *     after the real one has returned, so the nested PMPI call re-enters
+ *     MPICH's progress engine with no UCX or netmod work half-done, and
+ *     UCX is never re-entered from one of its own callbacks (which UCX
+ *     forbids): safe.  Not under MPI_THREAD_MULTIPLE (the hook is off).
  *   - never PMPI calls that block (PMPI_Wait, collectives): a deadlock when
  *     the peer sits in the same hook.
  *
@@ -99,7 +104,8 @@ int hb_progress_hook_install(MPI_Comm own, int thread_level);
 /* First thing at finalize: MPI's progress no longer calls hotbuf. */
 void hb_progress_hook_remove(void);
 
-/* 1 while the hook is installed and MPI calls it. */
+/* 1 while the hook is installed and MPI's progress was seen to reach it
+ * (a start-up check); what other parts ask before relying on it. */
 int hb_progress_hook_active(void);
 
 /* One line: the mechanism, or why there is none. */

@@ -64,6 +64,8 @@ hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
 int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer,
                    struct hb_use *u, int *proc_null);
 uint16_t hb_track_site(unsigned op, void *ret);
+/* Marks a site as a persistent request's (its advice differs). */
+void hb_track_site_persistent(uint16_t site);
 void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
                   uint16_t site);
 

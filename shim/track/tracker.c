@@ -72,12 +72,30 @@ void hb_tracker_open_run(const struct hb_tracker *t, const struct hb_entry *e,
 }
 
 /* Saving goes to the class and to the site that first used the buffer
- * (the report lists buffers there). */
+ * (the report lists buffers there); hb_tracker_foreign moves the share of
+ * calls made elsewhere to their sites. */
 static void add_saving(struct hb_tracker *t, const struct hb_entry *e,
                        double ns)
 {
     t->saving_ns[e->op] += ns;
     t->sites.site[e->site].saving_ns += ns;
+}
+
+/* The run's saving is priced when it closes (or by the report) and added
+ * to the buffer's first site, every hot call of the run at the run's size;
+ * this call's share moves to its own site now.  The class total is the
+ * same either way. */
+void hb_tracker_foreign(struct hb_tracker *t, const struct hb_entry *e,
+                        uint16_t site_id)
+{
+    struct hb_site *s = &t->sites.site[site_id];
+    if (e->uses > s->max_uses)
+        s->max_uses = e->uses;
+    if (e->uses < e->thr)
+        return;
+    double copy = hb_cost_copy_ns(&t->cm, e->size);
+    s->saving_ns += copy;
+    t->sites.site[e->site].saving_ns -= copy;
 }
 
 /* The run ended with the call before this one (e->uses counts this one). */

@@ -65,6 +65,11 @@ struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key,
  * hot call of a run (marks the buffer hot, charges a registration). */
 void hb_tracker_resize(struct hb_tracker *t, struct hb_entry *e, uint64_t span);
 void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e);
+/* A call at a site other than the one that first used e's buffer: the
+ * figures of this call (its reuse count, its saving when hot) go to the
+ * calling site, not only to the buffer's first site. */
+void hb_tracker_foreign(struct hb_tracker *t, const struct hb_entry *e,
+                        uint16_t site_id);
 
 /* Records one call made at site.  Returns the entry when the buffer is
  * tracked, so a router can ask hb_tracker_call_hot(e) about this call.
@@ -114,6 +119,8 @@ hb_tracker_record(struct hb_tracker *t, unsigned op, const struct hb_use *u,
         if (__builtin_expect(e->uses == e->thr, 0))
             hb_tracker_hot_run(t, e);
     }
+    if (__builtin_expect(site_id != e->site, 0))
+        hb_tracker_foreign(t, e, site_id);
     return e;
 }
 
