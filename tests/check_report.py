@@ -332,10 +332,41 @@ def check_any(r, n, text):
     expect_true("some calls", sum(c["calls"] for c in r["classes"].values()) > 0)
 
 
+def check_pulled(r, n, text):
+    """Any program under HOTBUF_P2P_PULL=all or after:N: hotbuf's matcher
+    really ran (every rank pulled a communicator, messages were claimed),
+    so an identical output is not pull silently staying off."""
+    check_any(r, n, text)
+    p = r.get("p2p", {})
+    expect_true(f"every rank pulled a communicator ({p.get('pulled')} of {n})",
+                p.get("pulled", 0) >= n)
+    expect_true("messages claimed from MPI", p.get("claimed", 0) > 0)
+    if text:
+        expect_true("text has the point-to-point section", "point-to-point:" in text)
+
+
+def check_migrated(r, n, text):
+    """tests/mpi/p2p_pull.c under after:N: pending MPI receives moved into pull."""
+    check_pulled(r, n, text)
+    p = r.get("p2p", {})
+    expect_true(f"receives migrated ({p.get('migrated')})", p.get("migrated", 0) > 0)
+
+
+def check_nohook(r, n, text):
+    """HOTBUF_P2P_PULL=all with the progress hook left out: nothing is
+    pulled, and the report says why."""
+    check_any(r, n, text)
+    p = r.get("p2p", {})
+    expect("communicators pulled", p.get("pulled"), 0)
+    expect_true(f"off for no_progress_hook ({p.get('off')})",
+                p.get("off", {}).get("no_progress_hook", 0) > 0)
+
+
 CHECKS = {"reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
           "adapted": check_adapted, "full": check_full, "any": check_any,
           "used_once": check_used_once, "shared_buffer": check_shared_buffer,
-          "names_cxx": check_names_cxx, "names_fortran": check_names_fortran}
+          "names_cxx": check_names_cxx, "names_fortran": check_names_fortran,
+          "pulled": check_pulled, "migrated": check_migrated, "nohook": check_nohook}
 
 
 def main():

@@ -136,10 +136,10 @@ run_pair() {
 # run_route NAME FLAVOUR PROGRAM FUNCTION...
 # The receive side's bindings reach hotbuf's point-to-point functions:
 # under HOTBUF_TEST_P2P_PASS=1 every receive-side call goes to them
-# (shim/p2p/p2p_pass.c counts each and prints the counts at exit) and
+# (shim/p2p/p2p_route.c counts each and prints the counts at exit) and
 # MPI_TAG_UB shows one less.  Every FUNCTION must have been reached on both
 # ranks, and the output must be the plain one with each "tag_ub N" line
-# lowered by one.  (Until the pull engine replaces p2p_pass.c.)
+# lowered by one.
 run_route() {
     local name=$1 mpi=$2 prog=build/$2/tests/$3; shift 3
     selected "$name" || return 0
@@ -241,6 +241,36 @@ for mpi in openmpi mpich; do
         # shellcheck disable=SC2086
         run_route "$mpi/np2/${p/p2p_recv/p2p_route}" $mpi $p $P2P_ALL $([ $p = p2p_recv ] && echo $mpi4)
     done
+done
+
+# ---- point-to-point pull (issue 12) -------------------------------------------------
+# The MPI test set again with hotbuf matching on every communicator from
+# its first receive (HOTBUF_P2P_PULL=all) and after some receives went to
+# MPI (after:N: pending MPI receives are migrated); outputs must match
+# plain MPI, and the report must show that pull really ran.
+for mpi in openmpi mpich; do
+    for n in 2 4; do
+        [ $mpi = mpich ] && [ $n = 4 ] && continue # MPICH busy-polls
+        for prog in p2p_patterns p2p_pull p2p_intercomm p2p_progress reuse_known fortran_send \
+            fortran_f08 $([ $n = 2 ] && echo p2p_recv p2p_recv_f p2p_recv_f08); do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n pulled $prog
+        done
+        # No receive of their own (one-sided, collectives): identical output.
+        for prog in rma_patterns allgather_patterns many_buffers; do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n any $prog
+        done
+        for after in 1 3; do
+            HOTBUF_P2P_PULL=after:$after run_pair "$mpi/np$n/pull_after$after/p2p_patterns" \
+                $mpi $n pulled p2p_patterns
+        done
+        HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
+    done
+    # Without progress inside MPI nothing is pulled: p2p_progress would hang
+    # (HOTBUF_P2P_UNSAFE_NO_HOOK=1 shows it), so it must run as before.
+    HOTBUF_TEST_PROGRESS_HOOK=0 HOTBUF_P2P_PULL=all \
+        run_pair "$mpi/np2/pull_nohook/p2p_progress" $mpi 2 nohook p2p_progress
+    # MPI_THREAD_MULTIPLE: pull stays off, the program runs as before.
+    HOTBUF_P2P_PULL=all run_pair "$mpi/np2/pull_all/thread_multiple" $mpi 2 - thread_multiple
 done
 
 # ---- the bindings ----------------------------------------------------------------
