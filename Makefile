@@ -22,6 +22,7 @@ endif
 
 MPICC   := mpicc.$(MPI)
 MPIFC   := mpif90.$(MPI)
+MPICXX  := mpicxx.$(MPI)
 BUILD   := build/$(MPI)
 LIB     := $(BUILD)/libhotbuf.so
 CC      ?= cc
@@ -47,21 +48,23 @@ STATS_SRC := $(wildcard shim/*/*_stats.c)
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
-            $(STATS_SRC)
+            shim/report/report_advice.c shim/report/report_html.c \
+            $(STATS_SRC) shim/p2p/p2p_match.c
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
-            $(wildcard shim/p2p/*.c) \
+            $(filter-out shim/p2p/p2p_match.c, $(wildcard shim/p2p/*.c)) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \
-            pmpi/f_weights.c pmpi/comm_mpich.c)
+            pmpi/attr_wrappers.c pmpi/wrap_version.c pmpi/f_weights.c)
 HEADERS  := $(wildcard shim/*/*.h shim/*/*.def pmpi/*.h regcache/*.h)
 INCLUDES := -I. -Ishim
 
 # The C and Fortran bindings, generated from one table (pmpi/mpi_calls.def).
 GEN      := $(BUILD)/gen
-GEN_SRC  := $(GEN)/c_bindings.c $(GEN)/f_bindings.c
-GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o
+GEN_SRC  := $(GEN)/c_bindings.c $(GEN)/f_bindings.c $(GEN)/wrap_checked.c
+GEN_OBJ  := $(BUILD)/obj/gen/c_bindings.o $(BUILD)/obj/gen/f_bindings.o \
+            $(BUILD)/obj/gen/wrap_checked.o
 
 LIB_OBJ  := $(patsubst %.c,$(BUILD)/obj/%.o,$(CORE_SRC) $(MPI_SRC)) $(GEN_OBJ)
 
@@ -77,15 +80,25 @@ $(BUILD)/obj/%.o: %.c $(HEADERS) Makefile
 	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) $(CFLAGS) -c $< -o $@
 
 # One rule, several outputs: a grouped target.
-$(GEN)/bodies.h $(GEN_SRC) $(GEN)/f_symbols.txt &: pmpi/mpi_calls.def pmpi/gen_bindings.py
+$(GEN)/bodies.h $(GEN)/c_bindings.c $(GEN)/f_bindings.c $(GEN)/f_symbols.txt &: pmpi/mpi_calls.def pmpi/gen_bindings.py
 	python3 pmpi/gen_bindings.py --mpi $(MPI) pmpi/mpi_calls.def $(GEN)
+
+# The mpi.h version whose wrapped list this build checks (pmpi/wrap_version.c).
+$(GEN)/wrap_checked.c: pmpi/unwrapped.def pmpi/check_wrapped.py
+	@mkdir -p $(dir $@)
+	python3 pmpi/check_wrapped.py --mpi $(MPI) --version-c $@ pmpi/unwrapped.def
 
 $(BUILD)/obj/gen/%.o: $(GEN)/%.c $(GEN)/bodies.h $(HEADERS) Makefile
 	@mkdir -p $(dir $@)
 	$(MPICC) $(CFLAGS_COMMON) $(INCLUDES) -I$(GEN) $(CFLAGS) -c $< -o $@
 
-$(LIB): $(LIB_OBJ)
-	$(MPICC) -shared -O2 -flto=auto -o $@ $^ $(LIBS) -Wl,-z,defs
+# Linked, then checked: every function of the target mpi.h that takes a
+# request, message or status, or makes or frees a communicator, is wrapped
+# (C and Fortran) or listed in pmpi/unwrapped.def; else no library.
+$(LIB): $(LIB_OBJ) pmpi/check_wrapped.py pmpi/unwrapped.def
+	$(MPICC) -shared -O2 -flto=auto -o $@.tmp $(LIB_OBJ) $(LIBS) -Wl,-z,defs
+	python3 pmpi/check_wrapped.py --mpi $(MPI) --lib $@.tmp pmpi/unwrapped.def
+	mv $@.tmp $@
 
 # ---- tests -------------------------------------------------------------------
 UNIT_SRC   := $(wildcard tests/unit/test_*.c)
@@ -103,10 +116,12 @@ build/unit/test_p2p_name: UNIT_LIBSRC += shim/p2p/p2p_name.c
 
 MPI_TEST_C   := $(wildcard tests/mpi/*.c)
 MPI_TEST_F   := $(wildcard tests/mpi/*.f90)
+MPI_TEST_CXX := $(wildcard tests/mpi/*.cpp)
 MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
-                $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F))
+                $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F)) \
+                $(patsubst tests/mpi/%.cpp,$(BUILD)/tests/%,$(MPI_TEST_CXX))
 TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1 \
-                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag
+                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag $(BUILD)/tools/bench-msg
 
 $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
@@ -120,6 +135,11 @@ $(BUILD)/tests/f_convert_check: tests/mpi/f_convert_check.c pmpi/f_convert.c pmp
 $(BUILD)/tests/%: tests/mpi/%.f90
 	@mkdir -p $(dir $@)
 	$(MPIFC) -O2 -g -o $@ $< -J $(dir $@)
+
+# C++ call sites (their names are demangled in the report).
+$(BUILD)/tests/%: tests/mpi/%.cpp tests/mpi/digest.h
+	@mkdir -p $(dir $@)
+	$(MPICXX) -O2 -g -Wall -o $@ $<
 
 $(BUILD)/tools/%: tools/demo/%.c
 	@mkdir -p $(dir $@)

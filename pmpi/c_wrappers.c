@@ -4,6 +4,7 @@
 #include "mpi_library.h"
 
 #include "bindings.h"
+#include "wrap_version.h"
 
 /* The intercepted calls themselves are generated from mpi_calls.def
  * (build/<mpi>/gen/c_bindings.c). */
@@ -21,8 +22,10 @@ static int init_thread(int *argc, char ***argv, int required, int *provided)
         next = (int (*)(int *, char ***, int, int *))hb_mpi_library_symbol(
             "PMPI_Init_thread");
     int rc = next(argc, argv, required, provided);
-    if (rc == MPI_SUCCESS)
+    if (rc == MPI_SUCCESS) {
+        hb_wrap_version_check();
         hb_runtime_after_init(*provided);
+    }
     return rc;
 }
 
@@ -34,6 +37,7 @@ static int init(int *argc, char ***argv)
     int rc = next(argc, argv), provided = MPI_THREAD_SINGLE;
     if (rc == MPI_SUCCESS) {
         PMPI_Query_thread(&provided);
+        hb_wrap_version_check();
         hb_runtime_after_init(provided);
     }
     return rc;

@@ -65,16 +65,39 @@ void *hb_f_buf(void *f)
     return f;
 }
 
-/* MPI_F_STATUS_IGNORE is set by MPICH's Fortran start-up too. */
-MPI_Status *hb_f_status(MPI_Fint *f, MPI_Status *local)
+/* MPI_STATUS(ES)_IGNORE as a Fortran caller passes it.  MPI_F_STATUS_IGNORE
+ * is set by MPICH's Fortran start-up too.  MPICH's mpi_f08 routines that
+ * hotbuf defines as its mpi_x_ (mpi_wait_f08_ ...) receive the mpi_f08
+ * module's own object, MPI_F08_STATUS_IGNORE; Open MPI's mpi_f08 uses the
+ * mpif.h one. */
+static int status_ignored(const MPI_Fint *f)
 {
     f_consts();
-    return f == MPI_F_STATUS_IGNORE ? MPI_STATUS_IGNORE : local;
+#ifdef MPICH
+    if ((const void *)f == (const void *)MPI_F08_STATUS_IGNORE)
+        return 1;
+#endif
+    return f == MPI_F_STATUS_IGNORE;
+}
+
+static int statuses_ignored(const MPI_Fint *f)
+{
+    f_consts();
+#ifdef MPICH
+    if ((const void *)f == (const void *)MPI_F08_STATUSES_IGNORE)
+        return 1;
+#endif
+    return f == MPI_F_STATUSES_IGNORE;
+}
+
+MPI_Status *hb_f_status(MPI_Fint *f, MPI_Status *local)
+{
+    return status_ignored(f) ? MPI_STATUS_IGNORE : local;
 }
 
 void hb_f_status_out(MPI_Fint *f, const MPI_Status *local)
 {
-    if (f != MPI_F_STATUS_IGNORE)
+    if (!status_ignored(f))
         PMPI_Status_c2f(local, f);
 }
 
@@ -119,8 +142,7 @@ void hb_f_requests_done(struct hb_f_requests *a)
 
 int hb_f_statuses_in(struct hb_f_statuses *a, int n, MPI_Fint *f, int read)
 {
-    f_consts();
-    a->ignore = f == MPI_F_STATUSES_IGNORE;
+    a->ignore = statuses_ignored(f);
     if (a->ignore) {
         a->c = MPI_STATUSES_IGNORE;
         return MPI_SUCCESS;
@@ -142,6 +164,26 @@ void hb_f_statuses_out(const struct hb_f_statuses *a, int n, MPI_Fint *f)
 void hb_f_statuses_done(struct hb_f_statuses *a)
 {
     if (!a->ignore && a->c != a->local)
+        free(a->c);
+    a->c = NULL;
+}
+
+int hb_f_indices_in(struct hb_f_indices *a, int n)
+{
+    a->c = array_for(a->local, HB_F_LOCAL, n, sizeof(int));
+    return a->c ? MPI_SUCCESS : MPI_ERR_NO_MEM;
+}
+
+void hb_f_indices_out(const struct hb_f_indices *a, int k, MPI_Fint *f,
+                      int base)
+{
+    for (int i = 0; i < hb_f_some(k); i++)
+        f[i] = a->c[i] + base;
+}
+
+void hb_f_indices_done(struct hb_f_indices *a)
+{
+    if (a->c != a->local)
         free(a->c);
     a->c = NULL;
 }

@@ -40,6 +40,25 @@ static inline MPI_Fint hb_f_logical(int c)
     return c ? 1 : 0;
 }
 
+/* Waitany/Testany's index: Fortran counts from base (1; see
+ * HB_F08_INDEX_BASE); MPI_UNDEFINED stays. */
+static inline MPI_Fint hb_f_index(int c, int base)
+{
+    return c == MPI_UNDEFINED ? MPI_UNDEFINED : c + base;
+}
+
+/* MPICH 4.0's mpi_f08 Waitany, Testany, Waitsome and Testsome return C's
+ * 0-based indices (pmodels/mpich#6270, fixed in 4.1); hotbuf's mpi_f08
+ * entry points keep what the library does, so that a program behaves the
+ * same with and without hotbuf (pmpi/unwrapped.def pins the version). */
+#define HB_F08_INDEX_BASE_MPICH 0
+
+/* How many entries Waitsome/Testsome wrote: none for MPI_UNDEFINED. */
+static inline int hb_f_some(int outcount)
+{
+    return outcount == MPI_UNDEFINED ? 0 : outcount;
+}
+
 /* A choice buffer: Fortran's MPI_IN_PLACE and MPI_BOTTOM become the C
  * constants, any other address stays. */
 void *hb_f_buf(void *f);
@@ -65,6 +84,17 @@ int hb_f_requests_in(struct hb_f_requests *a, int n, const MPI_Fint *f,
                      int read);
 void hb_f_requests_out(const struct hb_f_requests *a, int n, MPI_Fint *f);
 void hb_f_requests_done(struct hb_f_requests *a);
+
+/* Waitsome/Testsome's indices: n C ints; _out copies the first k back
+ * as Fortran indices (+base), none when k is MPI_UNDEFINED. */
+struct hb_f_indices {
+    int *c;
+    int local[HB_F_LOCAL];
+};
+int hb_f_indices_in(struct hb_f_indices *a, int n);
+void hb_f_indices_out(const struct hb_f_indices *a, int k, MPI_Fint *f,
+                      int base);
+void hb_f_indices_done(struct hb_f_indices *a);
 
 struct hb_f_statuses {
     MPI_Status *c; /* MPI_STATUSES_IGNORE when the caller passed it */

@@ -24,10 +24,11 @@ import sys
 HANDLES = {  # C handle type -> prefix of its f2c/c2f functions
     "MPI_Comm": "Comm", "MPI_Datatype": "Type", "MPI_Win": "Win",
     "MPI_Group": "Group", "MPI_Info": "Info", "MPI_Request": "Request",
-    "MPI_Op": "Op",
+    "MPI_Op": "Op", "MPI_Message": "Message",
 }
-HOOK_KEYS = ("pre", "post", "route", "coll", "before", "after")
-ROW_KEYS = HOOK_KEYS + ("openmpi-also",)
+HOOK_KEYS = ("pre", "post", "route", "coll", "before", "after", "p2p",
+             "fast")
+ROW_KEYS = HOOK_KEYS + ("openmpi-also", "mpi", "fortran")
 
 
 class Param:
@@ -48,27 +49,35 @@ class Param:
     def classify(self, kind, where):
         t = self.ctype
         base = t.replace("const", "").replace("*", "").strip()
+        m = re.match(r"^out\((\w+)\)$", kind)
+        self.out_count = m.group(1) if m else None   # "out(outcount)"
         if self.is_array:
             if base == "int" and kind in ("", "logical", "weights"):
                 return "weights" if kind == "weights" else "ints"
-            if t == "MPI_Status":
+            if t == "MPI_Status" and kind in ("", "out") or (
+                    t == "MPI_Status" and m):
                 return "statuses"
             if t == "MPI_Request" and kind in ("in", "out", "inout"):
                 return "requests_" + kind
+            if t == "int" and m:
+                return "indices"
         elif t.endswith("*"):
             if base == "void":
                 return "addr" if kind == "addr" else "buf"
             if base == "MPI_Status":
                 return "status"
-            if base == "int" and kind in ("logical", "out"):
-                return "logical" if kind == "logical" else "int_out"
-            if base in HANDLES and kind in ("out", "inout"):
+            if base == "int" and kind in ("logical", "out", "index"):
+                return {"logical": "logical", "out": "int_out",
+                        "index": "index"}[kind]
+            if base in HANDLES and kind in ("in", "out", "inout"):
                 return "handle_" + kind
         elif kind == "":
             if t == "int":
                 return "int"
             if t == "MPI_Aint":
                 return "aint"
+            if t == "MPI_Count":
+                return "count"
             if t in HANDLES:
                 return "handle"
         sys.exit(f"{where}: no Fortran conversion for '{t} {self.name}"
@@ -88,22 +97,42 @@ class Row:
         self.name = m.group(1)                     # "Send"
         self.params = [Param(p, where) for p in split_params(m.group(2))]
         self.hooks = hooks
-        keys = set(hooks) - {"openmpi-also"}
-        if keys <= {"before", "after"} and keys:
+        self.p2p = hooks.get("p2p")
+        self.fast = hooks.get("fast")
+        keys = set(hooks) - {"openmpi-also", "mpi", "fortran", "p2p", "fast"}
+        if self.fast and keys != {"pre"}:
+            sys.exit(f"{where}: MPI_{self.name}: fast goes with pre: only")
+        if self.p2p and not keys:
+            self.kind = "p2p"
+        elif self.p2p and keys != {"pre"}:
+            sys.exit(f"{where}: MPI_{self.name}: p2p goes with pre: only")
+        elif keys <= {"before", "after"} and keys:
             self.kind = "sync"
         elif len(keys) == 1 and keys <= {"pre", "post", "route", "coll"}:
             self.kind = keys.pop()
         else:
             sys.exit(f"{where}: MPI_{self.name}: bad hooks {sorted(keys)}")
+        self.flavours = hooks.get("mpi", "openmpi mpich").split()
+        self.fortran = hooks.get("fortran", "yes") != "no"
         names = {p.name for p in self.params}
         for p in self.params:
             if p.is_array and p.count not in names and not (
                     p.kind in ("ints", "weights") and not p.count):
                 sys.exit(f"{where}: {p.name}[{p.count}]: no such parameter")
+            if p.out_count and p.out_count not in names:
+                sys.exit(f"{where}: {p.name}: out({p.out_count}): "
+                         "no such parameter")
+            if p.kind == "count" and self.fortran:
+                sys.exit(f"{where}: MPI_Count {p.name}: large-count rows are "
+                         "C only (fortran: no); Fortran reaches them through "
+                         "the C binding")
 
     @property
     def lower(self):
         return self.name.lower()
+
+    def has_index(self):
+        return any(p.kind in ("index", "indices") for p in self.params)
 
     def has_buffer(self):
         return any(p.kind == "buf" for p in self.params)
@@ -126,7 +155,7 @@ def parse(path):
             continue
         if cur is None:
             sys.exit(f"{path}:{no}: text before the first row")
-        m = re.match(r"^\s+([a-z-]+):\s*(.*)$", line)
+        m = re.match(r"^\s+([a-z0-9-]+):\s*(.*)$", line)
         if m and m.group(1) in ROW_KEYS:
             cur[1][m.group(1)] = m.group(2).strip()
             cur[3] = m.group(1)
@@ -184,14 +213,49 @@ def pmpi_call(row, lead, end=";"):
                      ")" + end)
 
 
-def body(row):
+def p2p_branch(row):
+    """The receive side's one load and branch: hotbuf's point-to-point
+    subsystem does the whole call while it is engaged (shim/p2p/p2p.h)."""
+    if not row.p2p:
+        return []
+    return ["    if (__builtin_expect(hb_p2p_engaged, 0))",
+            wrap_stmt("        return ", hook(row, "p2p"), ";")]
+
+
+def fast_body(row):
+    """A row with a fast: hook gets two bodies: the whole call out of line
+    (hb_call_X_slow, the usual body), and an inline one that forwards to
+    PMPI_X when the fast expression says it has recorded the call.  That
+    expression makes no call, so the inline body is a leaf up to its tail
+    jump to PMPI_X: no register is saved, no argument moved.  With a p2p:
+    hook the engaged test comes first: the fast expression counts the call,
+    and the slow body would count it again."""
     decls = [p.c_decl() for p in row.params] + ["void *caller"]
-    out = ["static inline __attribute__((always_inline)) int",
-           wrap_call(f"hb_call_{row.name}", decls), "{"]
+    args = [p.name for p in row.params] + ["caller"]
+    slow = body(row, f"hb_call_{row.name}_slow",
+                "static __attribute__((noinline)) int")
+    engaged = "!hb_p2p_engaged && " if row.p2p else ""
+    return "\n".join([slow, "", "static inline __attribute__((always_inline)) int",
+                      wrap_call(f"hb_call_{row.name}", decls), "{",
+                      wrap_stmt("    if (__builtin_expect(" + engaged,
+                                hook(row, "fast"), ", 1))"),
+                      pmpi_call(row, "        return "),
+                      wrap_call(f"    return hb_call_{row.name}_slow", args,
+                                ");"), "}"])
+
+
+def body(row, name=None,
+         lead="static inline __attribute__((always_inline)) int"):
+    if row.fast and name is None:
+        return fast_body(row)
+    decls = [p.c_decl() for p in row.params] + ["void *caller"]
+    out = [lead, wrap_call(name or f"hb_call_{row.name}", decls), "{"]
     if row.kind == "pre":
         out += ["    if (hb_tracks(&caller)) {",
-                wrap_stmt("        ", hook(row, "pre"), ";"), "    }",
-                pmpi_call(row, "    return ")]
+                wrap_stmt("        ", hook(row, "pre"), ";"), "    }"]
+        out += p2p_branch(row) + [pmpi_call(row, "    return ")]
+    elif row.kind == "p2p":
+        out += p2p_branch(row) + [pmpi_call(row, "    return ")]
     elif row.kind in ("route", "coll"):
         test = "hb_tracks" if row.kind == "route" else "hb_joins"
         out += [f"    if ({test}(&caller))",
@@ -226,6 +290,8 @@ def c_binding(row):
 def f_decl(p):
     if p.kind in ("buf", "addr"):
         return f"void *{p.name}"
+    if p.kind == "handle_in":
+        return f"const MPI_Fint *{p.name}"
     if p.kind == "aint":
         return f"const MPI_Aint *{p.name}"
     if p.kind in ("ints", "weights"):
@@ -235,8 +301,16 @@ def f_decl(p):
     return f"MPI_Fint *{p.name}"
 
 
-def f_convert(row):
-    """(locals, C arguments, statements after a successful call, cleanup)."""
+def no_mem(call, done):
+    """An array's allocation; on failure the ones before it are released
+    and the call fails with MPI_ERR_NO_MEM."""
+    return ([f"if ({call} != MPI_SUCCESS) {{"] + ["    " + d for d in done] +
+            ["    hb_f_ierr(ierr, MPI_ERR_NO_MEM);", "    return;", "}"])
+
+
+def f_convert(row, base="1"):
+    """(locals, C arguments, statements after a successful call, cleanup);
+    base: what Fortran indices count from (a C expression)."""
     pre, args, post, done = [], [], [], []
     scalar = {q.name: f"*{q.name}" for q in row.params}
     for p in row.params:
@@ -253,6 +327,9 @@ def f_convert(row):
             args.append(f"(const int *){n}")  # .TRUE. is 1): as it is
         elif p.kind == "weights":   # MPI_UNWEIGHTED, MPI_WEIGHTS_EMPTY
             args.append(f"hb_f_weights({n})")
+        elif p.kind == "handle_in":
+            pre.append(f"{p.ctype.rstrip('* ')} {n}_c = PMPI_{h}_f2c(*{n});")
+            args.append(f"&{n}_c")
         elif p.kind in ("handle_out", "handle_inout"):
             init = f" = PMPI_{h}_f2c(*{n})" if p.kind == "handle_inout" else ""
             pre.append(f"{p.ctype.rstrip('* ')} {n}_c{init};")
@@ -262,39 +339,52 @@ def f_convert(row):
             pre.append(f"MPI_Status {n}_c;")
             args.append(f"hb_f_status({n}, &{n}_c)")
             post.append(f"hb_f_status_out({n}, &{n}_c);")
-        elif p.kind in ("logical", "int_out"):
+        elif p.kind in ("logical", "int_out", "index"):
             pre.append(f"int {n}_c = 0;")
             args.append(f"&{n}_c")
-            post.append(f"*{n} = hb_f_logical({n}_c);" if p.kind == "logical"
-                        else f"*{n} = {n}_c;")
+            post.append({"logical": f"*{n} = hb_f_logical({n}_c);",
+                         "int_out": f"*{n} = {n}_c;",
+                         "index": f"*{n} = hb_f_index({n}_c, {base});"}[p.kind])
+        elif p.kind == "indices":                   # Waitsome, Testsome
+            cnt, got = scalar[p.count], f"{p.out_count}_c"
+            pre.append(f"struct hb_f_indices {n}_c;")
+            pre += no_mem(f"hb_f_indices_in(&{n}_c, {cnt})", done)
+            args.append(f"{n}_c.c")
+            post.append(f"hb_f_indices_out(&{n}_c, {got}, {n}, {base});")
+            done.append(f"hb_f_indices_done(&{n}_c);")
         elif p.kind.startswith("requests_") or p.kind == "statuses":
             what = "statuses" if p.kind == "statuses" else "requests"
             direction = "out" if p.kind == "statuses" else p.kind[9:]
             cnt = scalar[p.count]
             pre.append(f"struct hb_f_{what} {n}_c;")
-            pre.append(f"if (hb_f_{what}_in(&{n}_c, {cnt}, {n}, "
-                       f"{int(direction != 'out')}) != MPI_SUCCESS) {{")
-            pre.append("    hb_f_ierr(ierr, MPI_ERR_NO_MEM);")
-            pre.append("    return;")
-            pre.append("}")
+            pre += no_mem(f"hb_f_{what}_in(&{n}_c, {cnt}, {n}, "
+                          f"{int(direction != 'out')})", done)
             args.append(f"{n}_c.c")
-            if direction != "in":
+            if p.out_count:     # only the first *outcount were written
+                post.append(f"hb_f_{what}_out(&{n}_c, "
+                            f"hb_f_some({p.out_count}_c), {n});")
+            elif direction != "in":
                 post.append(f"hb_f_{what}_out(&{n}_c, {cnt}, {n});")
             done.append(f"hb_f_{what}_done(&{n}_c);")
     return pre, args, post, done
 
 
-def f_binding(row, fname):
+def f_binding(row, fname, base="1"):
     decls = [f_decl(p) for p in row.params] + ["MPI_Fint *ierr"]
-    pre, args, post, done = f_convert(row)
+    pre, args, post, done = f_convert(row, base)
     out = [wrap_call(f"HB_EXPORT void {fname}", decls), "{"]
     out += ["    " + s for s in pre]
     out.append(wrap_call(f"    int rc = hb_call_{row.name}",
                          args + ["HB_CALLER"], ");"))
+    # MPI_ERR_IN_STATUS: the statuses say which request failed, and the
+    # requests that completed were freed: both go back to Fortran.
+    ok = "rc == MPI_SUCCESS"
+    if any(p.kind == "statuses" for p in row.params):
+        ok = "rc == MPI_SUCCESS || rc == MPI_ERR_IN_STATUS"
     if len(post) == 1:
-        out += ["    if (rc == MPI_SUCCESS)", "        " + post[0]]
+        out += [f"    if ({ok})", "        " + post[0]]
     elif post:
-        out += ["    if (rc == MPI_SUCCESS) {"] + ["        " + s for s in post]
+        out += [f"    if ({ok}) {{"] + ["        " + s for s in post]
         out.append("    }")
     out += ["    " + s for s in done] + ["    hb_f_ierr(ierr, rc);", "}"]
     return "\n".join(out)
@@ -339,10 +429,15 @@ def fortran(row, mpi):
             aliases += name_forms(also[4:]) + [f"ompi_{also[4:].lower()}_f"]
     elif row.has_buffer():
         parts.append(f08ts_passthrough(row))
+    elif row.has_index():   # MPICH 4.0's mpi_f08 indices (f_convert.h)
+        parts.append(f_binding(row, f"mpi_{row.lower}_f08_",
+                               "HB_F08_INDEX_BASE_MPICH"))
     else:
         aliases.append(f"mpi_{row.lower}_f08_")
     parts += [f"HB_F_ALIAS({main}, {a})" for a in aliases]
     names = [main] + aliases
+    if mpi == "mpich" and row.has_index() and not row.has_buffer():
+        names.append(f"mpi_{row.lower}_f08_")
     if mpi == "mpich" and row.has_buffer():
         names.append(f"mpi_{row.lower}_f08ts_")
     return "\n".join(parts), names
@@ -368,7 +463,7 @@ def main():
     ap.add_argument("table")
     ap.add_argument("outdir")
     a = ap.parse_args()
-    rows = parse(a.table)
+    rows = [r for r in parse(a.table) if a.mpi in r.flavours]
     os.makedirs(a.outdir, exist_ok=True)
     head = HEAD.format(mpi=a.mpi)
 
@@ -390,7 +485,7 @@ def main():
 """ + "\n\n".join(c_binding(r) for r in rows) + "\n")
 
     code, names = [], []
-    for r in rows:
+    for r in (r for r in rows if r.fortran):
         c, n = fortran(r, a.mpi)
         code.append(f"/* MPI_{r.name} */\n" + c)
         names += n

@@ -225,9 +225,42 @@ PY
     done
 }
 
+# progress_hook_ran ERR: rank 1 of tests/mpi/progress_hook ran hotbuf's
+# progress in each of MPI_Barrier, MPI_Allreduce and MPI_Recv, and the
+# test probe claimed all 5 of its messages from inside them.
+progress_hook_ran() {
+    grep -qE '^progress_hook: rank 1 passes barrier [1-9][0-9]* allreduce [1-9][0-9]* recv [1-9][0-9]* claimed 5$' "$1"
+}
+
+# Progress inside MPI (core/progress_hook.c): with the hook, hotbuf's
+# progress runs while rank 1 sits in MPI calls, and PMPI calls made from
+# inside it (the test probe: Iprobe, Improbe + Imrecv + Test) neither
+# recurse nor hang; with the hook left out (test switch) the same check
+# must fail.  Output identical to plain MPI either way.
+behaviour_progress_hook() {
+    local mpi=$1 d=$work/phook-$1; mkdir -p "$d"
+    job "$mpi" 2 "$d/plain" 0 progress_hook
+    for hook in 1 0; do
+        HOTBUF_TEST_PROGRESS_HOOK=$hook HOTBUF_TEST_PROGRESS_PROBE=1 HOTBUF_REPORT=json \
+            HOTBUF_REPORT_FILE=$d/r$hook job "$mpi" 2 "$d/hb$hook" 1 progress_hook
+    done
+    local active; active=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["progress_hook"]["ranks_active"])' "$d/r1.json" 2>&1)
+    if [ "$(cat "$d/hb1.rc")" != 0 ] || [ "$(cat "$d/hb0.rc")" != 0 ] ||
+       ! grep -q 'probe messages 5$' "$d/plain.out" ||
+       ! cmp -s "$d/plain.out" "$d/hb1.out" || ! cmp -s "$d/plain.out" "$d/hb0.out"; then
+        fail "$mpi/progress_hook" "output differs from plain MPI" "$d/hb1.err"
+    elif ! progress_hook_ran "$d/hb1.err" || [ "$active" != 2 ]; then
+        fail "$mpi/progress_hook" "hotbuf's progress did not run inside MPI_Barrier/Allreduce/Recv" "$d/hb1.err"
+    elif progress_hook_ran "$d/hb0.err"; then
+        fail "$mpi/progress_hook" "the check passes with the hook left out: it proves nothing" "$d/hb0.err"
+    else
+        pass "$mpi/progress_hook"
+    fi
+}
+
 for mpi in openmpi mpich; do
     for b in invalid_config enable_off default_report unwritable_report abort no_finalize \
-             callsite_depth mpmd mixed_env; do
+             callsite_depth mpmd mixed_env progress_hook; do
         selected "$mpi/$b" && behaviour_$b $mpi
     done
     behaviour_mpmd_fortran $mpi

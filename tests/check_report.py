@@ -90,6 +90,98 @@ def check_reuse_known(r, n, text):
     if text:
         for needle in ["hotbuf buffer-reuse report", "reuse_known.c:26", "HOTBUF_THRESHOLD=100*"]:
             expect_true(f"text report mentions {needle!r}", needle in text)
+    check_reuse_known_advice(r, n, text)
+    # buffers by uses, in powers of two (1, 2-3, 4-7, 8-15, 16-31, ...)
+    expect("send uses histogram", s["uses_histogram"], [500 * n, 0, 0, 0, n, 0, 0, 0, 0, n])
+    expect("put uses histogram", p["uses_histogram"], [n, 2 * n, 4 * n, 3 * n])
+    expect("get uses histogram", g["uses_histogram"], [0, 0, 0, 0, n])
+    expect("allgather uses histogram", a["uses_histogram"], [n, 0, 0, 0, n])
+
+
+def expect_advice(r, op, name_part, want, text):
+    """The site's advice line, in the JSON and the same line in the text."""
+    s = site(r, op, name_part)
+    if not s:
+        return
+    expect(f"advice of {op} site {name_part}", s.get("advice"), want)
+    if text is not None:
+        expect_true(f"text has the advice {want!r}", f"      advice: {want}\n" in text)
+
+
+def check_reuse_known_advice(r, n, text):
+    """The advice per site of reuse_known (HOTBUF_THRESHOLD=100): its
+    deterministic sites (the hot one's depends on the measured copy cost)."""
+    expect_advice(r, "send", "reuse_known.c:33", "buffers used once: nothing to gain", text)
+    expect_advice(r, "send", "reuse_known.c:39", "persistent request, reused (up to 25 uses), "
+                  "but below the threshold at this size (100 at 2.0 KiB)", text)
+    expect_advice(r, "put", "reuse_known.c:76", "reused (up to 10 uses), but below the "
+                  "threshold at this size (100 at 512 B)", text)
+    expect_advice(r, "get", "reuse_known.c:80", "reused (up to 20 uses), but below the "
+                  "threshold at this size (100 at 4.0 KiB)", text)
+    expect_advice(r, "allgather", "reuse_known.c:95", "reused (up to 30 uses), but below the "
+                  f"threshold at this size (100 at {128 * n} B)", text)
+    expect_advice(r, "send", "reuse_known.c:53", "moves no data (zero bytes or MPI_PROC_NULL): "
+                  "nothing to gain", text)
+    pers = site(r, "send", "reuse_known.c:39")
+    expect_true("the persistent site is marked persistent", pers and pers.get("persistent"))
+    hot = site(r, "send", "reuse_known.c:26")
+    expect_true("the hot site's advice starts with 'hot'", hot and hot.get("advice", "").startswith("hot"))
+
+
+def check_used_once(r, n, text):
+    """tests/mpi/used_once.c: 300 sends and 20 Allgathers, each on a buffer
+    it never uses again."""
+    expect("send buffers", r["classes"]["send"]["buffers"], 300 * n)
+    expect("send reuse calls", r["classes"]["send"]["reuse_calls"], 0)
+    expect("allgather buffers", r["classes"]["allgather"]["buffers"], 20 * n)
+    for op in ("send", "allgather"):
+        expect_advice(r, op, "used_once.c", "buffers used once: nothing to gain", text)
+
+
+def check_shared_buffer(r, n, text):
+    """tests/mpi/shared_buffer.c with HOTBUF_THRESHOLD=100 and the fixed
+    cost model of sizes_known (C = 100 ns/KiB, R = 10 us + 0.25 us/page):
+    a 1 KiB buffer sent 10 times at site A (first_sends), then 290 times
+    at site B (more_sends).  Its 201 hot calls (uses 100..300) are all
+    B's: B gets them, their saving and the reuse count; A lists the buffer
+    and pays its registration."""
+    a = site(r, "send", "first_sends")
+    b = site(r, "send", "more_sends")
+    if not a or not b:
+        return
+    expect("A calls", a["calls"], 10 * n)
+    expect("B calls", b["calls"], 290 * n)
+    expect("A hot calls", a["hot_calls"], 0)
+    expect("B hot calls", b["hot_calls"], 201 * n)
+    expect("A buffers (first used there)", a["buffers"], n)
+    expect("B buffers", b["buffers"], 0)
+    expect("A max reuse (its buffer's)", a["max_reuse"], 300)
+    expect("B max reuse (at its own calls)", b["max_reuse"], 300)
+    expect("B saving (201 copies of 1 KiB)", round(b["estimated_saving_us"], 3), round(20.1 * n, 3))
+    expect("A saving (the registration)", round(a["estimated_saving_us"], 3), round(-10.25 * n, 3))
+    expect("class saving", round(r["classes"]["send"]["estimated_saving_us"], 3),
+           round((20.1 - 10.25) * n, 3))
+    expect_advice(r, "send", "first_sends", "first uses of buffers that become hot at other "
+                  "sites (up to 300 uses in all): see those sites", text)
+
+
+def check_names(r, n, text, names):
+    """Call sites named as the programmer wrote them."""
+    got = [s["name"] for s in r["sites"]]
+    for want in names:
+        expect_true(f"a site named {want!r} in {got}", any(g.startswith(want + " (") for g in got))
+
+
+def check_names_cxx(r, n, text):
+    """tests/mpi/names_cxx.cpp: C++ sites demangled."""
+    check_names(r, n, text, ["halo::Exchanger::forward(int)",
+                             "unsigned long halo::send_many<int>(int, int, int)"])
+    expect_true("no mangled name", not any("_Z" in s["name"] for s in r["sites"]))
+
+
+def check_names_fortran(r, n, text):
+    """tests/mpi/names_fortran.f90: Fortran sites as the source names them."""
+    check_names(r, n, text, ["halo_mod::exchange", "plain_send", "names_fortran"])
 
 
 # ---- sizes_known: the program's calls replayed with hotbuf's documented rules --
@@ -240,8 +332,41 @@ def check_any(r, n, text):
     expect_true("some calls", sum(c["calls"] for c in r["classes"].values()) > 0)
 
 
+def check_pulled(r, n, text):
+    """Any program under HOTBUF_P2P_PULL=all or after:N: hotbuf's matcher
+    really ran (every rank pulled a communicator, messages were claimed),
+    so an identical output is not pull silently staying off."""
+    check_any(r, n, text)
+    p = r.get("p2p", {})
+    expect_true(f"every rank pulled a communicator ({p.get('pulled')} of {n})",
+                p.get("pulled", 0) >= n)
+    expect_true("messages claimed from MPI", p.get("claimed", 0) > 0)
+    if text:
+        expect_true("text has the point-to-point section", "point-to-point:" in text)
+
+
+def check_migrated(r, n, text):
+    """tests/mpi/p2p_pull.c under after:N: pending MPI receives moved into pull."""
+    check_pulled(r, n, text)
+    p = r.get("p2p", {})
+    expect_true(f"receives migrated ({p.get('migrated')})", p.get("migrated", 0) > 0)
+
+
+def check_nohook(r, n, text):
+    """HOTBUF_P2P_PULL=all with the progress hook left out: nothing is
+    pulled, and the report says why."""
+    check_any(r, n, text)
+    p = r.get("p2p", {})
+    expect("communicators pulled", p.get("pulled"), 0)
+    expect_true(f"off for no_progress_hook ({p.get('off')})",
+                p.get("off", {}).get("no_progress_hook", 0) > 0)
+
+
 CHECKS = {"reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
-          "adapted": check_adapted, "full": check_full, "any": check_any}
+          "adapted": check_adapted, "full": check_full, "any": check_any,
+          "used_once": check_used_once, "shared_buffer": check_shared_buffer,
+          "names_cxx": check_names_cxx, "names_fortran": check_names_fortran,
+          "pulled": check_pulled, "migrated": check_migrated, "nohook": check_nohook}
 
 
 def main():

@@ -133,6 +133,75 @@ run_pair() {
     pass "$name"
 }
 
+# run_route NAME FLAVOUR PROGRAM FUNCTION...
+# The receive side's bindings reach hotbuf's point-to-point functions:
+# under HOTBUF_TEST_P2P_PASS=1 every receive-side call goes to them
+# (shim/p2p/p2p_route.c counts each and prints the counts at exit) and
+# MPI_TAG_UB shows one less.  Every FUNCTION must have been reached on both
+# ranks, and the output must be the plain one with each "tag_ub N" line
+# lowered by one.
+run_route() {
+    local name=$1 mpi=$2 prog=build/$2/tests/$3; shift 3
+    selected "$name" || return 0
+    local dir=$work/$name; mkdir -p "$dir"
+    local l; l=$(launcher "$mpi" 2)
+    if ! timeout 300 $l "$prog" >"$dir/plain.out" 2>"$dir/plain.err" || [ ! -s "$dir/plain.out" ]; then
+        fail "$name" "the program fails without hotbuf" "$dir/plain.err"; return
+    fi
+    if ! HOTBUF_TEST_P2P_PASS=1 timeout 300 tools/hotbuf-run --mpi=$mpi -- $l "$prog" \
+         >"$dir/hotbuf.out" 2>"$dir/hotbuf.err"; then
+        fail "$name" "the program fails under hotbuf" "$dir/hotbuf.err"; return
+    fi
+    awk '$1 == "tag_ub" { print "tag_ub", $2 - 1; next } { print }' "$dir/plain.out" >"$dir/expected.out"
+    if ! diff -u "$dir/expected.out" "$dir/hotbuf.out" >"$dir/diff"; then
+        fail "$name" "output differs (tag_ub lowered by one)" "$dir/diff"; return
+    fi
+    local counts f missing=""
+    counts=$(grep '^hotbuf-p2p-pass:' "$dir/hotbuf.err")
+    if [ "$(grep -c . <<<"$counts")" != 2 ]; then
+        fail "$name" "no call counts from both ranks" "$dir/hotbuf.err"; return
+    fi
+    for f in "$@"; do
+        grep -qw "$f=0" <<<"$counts" && missing="$missing $f"
+        grep -qw "$f=[0-9]*" <<<"$counts" || missing="$missing $f(unknown)"
+    done
+    if [ -n "$missing" ]; then
+        echo "$counts" >>"$dir/diff"
+        fail "$name" "calls that never reached hotbuf:$missing" "$dir/diff"; return
+    fi
+    pass "$name"
+}
+
+# What tests/mpi/p2p_recv*.c/f90 call: every receive-side function.
+P2P_ALL="recv irecv recv_init start startall sendrecv sendrecv_replace probe iprobe mprobe
+         improbe wait test waitall testall waitany testany waitsome testsome
+         request_get_status cancel request_free comm_free comm_disconnect"
+
+# On an MPI version the build did not check (pmpi/unwrapped.def "checked:"),
+# point-to-point rerouting stays off with one note; on the checked one,
+# no note.  The library's version string is played by
+# HOTBUF_TEST_MPI_LIBRARY_VERSION (pmpi/wrap_version.c).
+run_version() { # NAME FLAVOUR OTHER-VERSION-STRING
+    local name=$1 mpi=$2 other=$3
+    selected "$name" || return 0
+    local dir=$work/$name; mkdir -p "$dir"
+    local l; l=$(launcher "$mpi" 2) note="^hotbuf: point-to-point rerouting stays off" # the report repeats it
+    timeout 300 tools/hotbuf-run --mpi=$mpi -- $l build/$mpi/tests/p2p_recv >"$dir/same.out" 2>"$dir/same.err"
+    HOTBUF_TEST_MPI_LIBRARY_VERSION=$other timeout 300 tools/hotbuf-run --mpi=$mpi -- \
+        $l build/$mpi/tests/p2p_recv >"$dir/other.out" 2>"$dir/other.err"
+    if [ "$(grep -c "$note" "$dir/same.err")" != 0 ]; then
+        fail "$name" "a note on the checked version" "$dir/same.err"
+    elif [ "$(grep -c "$note" "$dir/other.err")" != 1 ]; then
+        fail "$name" "not exactly one note on version '$other'" "$dir/other.err"
+    elif ! cmp -s "$dir/same.out" "$dir/other.out" || [ ! -s "$dir/same.out" ]; then
+        fail "$name" "the program's output changed" "$dir/other.err"
+    else
+        pass "$name"
+    fi
+}
+run_version openmpi/np2/p2p_version openmpi "Open MPI v4.2.0, package: test"
+run_version mpich/np2/p2p_version mpich "MPICH Version:	4.1.2"
+
 for mpi in openmpi mpich; do
     for n in 2 4; do
         # MPICH busy-polls: with more ranks than the 2 cores it is ~100x
@@ -156,6 +225,52 @@ for mpi in openmpi mpich; do
     HOTBUF_ADAPT=0 HOTBUF_TABLE_MAX_ENTRIES=1000 \
         run_pair "$mpi/np2/many_buffers_full" $mpi 2 full many_buffers
     HOTBUF_ENABLE=0 HOTBUF_REPORT=text run_pair "$mpi/np2/enable_off" $mpi 2 - reuse_known
+    # Advice, names and crediting (issue 15): buffers used once, a buffer
+    # two sites share (the fixed cost model of sizes_known), C++ and
+    # Fortran call sites.
+    run_pair "$mpi/np2/used_once" $mpi 2 used_once used_once
+    HOTBUF_THRESHOLD=100 HOTBUF_COPY_NS_PER_KB=100 HOTBUF_LOOKUP_NS=20 \
+        HOTBUF_REG_BASE_US=10 HOTBUF_REG_PAGE_US=0.25 \
+        run_pair "$mpi/np2/shared_buffer" $mpi 2 shared_buffer shared_buffer
+    run_pair "$mpi/np2/names_cxx" $mpi 2 names_cxx names_cxx
+    run_pair "$mpi/np2/names_fortran" $mpi 2 names_fortran names_fortran
+    # The receive side, C and Fortran (use mpi, mpi_f08): every wrapped call.
+    mpi4=""; [ $mpi = mpich ] && mpi4="isendrecv isendrecv_replace" # C only
+    for p in p2p_recv p2p_recv_f p2p_recv_f08; do
+        run_pair "$mpi/np2/$p" $mpi 2 any $p
+        # shellcheck disable=SC2086
+        run_route "$mpi/np2/${p/p2p_recv/p2p_route}" $mpi $p $P2P_ALL $([ $p = p2p_recv ] && echo $mpi4)
+    done
+done
+
+# ---- point-to-point pull (issue 12) -------------------------------------------------
+# The MPI test set again with hotbuf matching on every communicator from
+# its first receive (HOTBUF_P2P_PULL=all) and after some receives went to
+# MPI (after:N: pending MPI receives are migrated); outputs must match
+# plain MPI, and the report must show that pull really ran.
+for mpi in openmpi mpich; do
+    for n in 2 4; do
+        [ $mpi = mpich ] && [ $n = 4 ] && continue # MPICH busy-polls
+        for prog in p2p_patterns p2p_pull p2p_intercomm p2p_progress reuse_known fortran_send \
+            fortran_f08 $([ $n = 2 ] && echo p2p_recv p2p_recv_f p2p_recv_f08); do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n pulled $prog
+        done
+        # No receive of their own (one-sided, collectives): identical output.
+        for prog in rma_patterns allgather_patterns many_buffers; do
+            HOTBUF_P2P_PULL=all run_pair "$mpi/np$n/pull_all/$prog" $mpi $n any $prog
+        done
+        for after in 1 3; do
+            HOTBUF_P2P_PULL=after:$after run_pair "$mpi/np$n/pull_after$after/p2p_patterns" \
+                $mpi $n pulled p2p_patterns
+        done
+        HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
+    done
+    # Without progress inside MPI nothing is pulled: p2p_progress would hang
+    # (HOTBUF_P2P_UNSAFE_NO_HOOK=1 shows it), so it must run as before.
+    HOTBUF_TEST_PROGRESS_HOOK=0 HOTBUF_P2P_PULL=all \
+        run_pair "$mpi/np2/pull_nohook/p2p_progress" $mpi 2 nohook p2p_progress
+    # MPI_THREAD_MULTIPLE: pull stays off, the program runs as before.
+    HOTBUF_P2P_PULL=all run_pair "$mpi/np2/pull_all/thread_multiple" $mpi 2 - thread_multiple
 done
 
 # Communicator names (shim/p2p/p2p_names.h): output as without hotbuf, and
@@ -206,6 +321,10 @@ source tests/install.sh
 install_tests
 source tests/slurm.sh
 slurm_tests
+
+# ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
+source tests/html.sh
+html_tests
 
 # ---- verbs tests, in the soft-RoCE guest -------------------------------------------
 # The guest boots the Debian kernel under TCG in seconds; the suite takes

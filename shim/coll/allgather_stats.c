@@ -1,6 +1,8 @@
 /* The Allgather section of the report (see allgather_stats.h). */
 #include "allgather_stats.h"
 
+#include <string.h>
+
 _Static_assert(sizeof(struct hb_ag_summary) % 8 == 0,
                "records concatenate unpadded");
 
@@ -53,9 +55,27 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     fprintf(out, "}");
 }
 
+/* The commonest reason calls stayed on PMPI; "comm" (the communicator is
+ * not served) is told apart by why communicators were not. */
+static const char *why_pmpi(const void *acc, unsigned op)
+{
+    const struct hb_ag_summary *a = acc;
+    if (op != HB_OP_ALLGATHER)
+        return NULL;
+    const char *why =
+        hb_report_top_reason(a->calls_pmpi, 0, HB_AGP_NREASONS, call_names);
+    if (!why || !strcmp(why, call_names[HB_AGP_COMM])) {
+        const char *comm =
+            hb_report_top_reason(a->comms_pmpi, 0, HB_AGC_NREASONS, comm_names);
+        return comm ? comm : why;
+    }
+    return why;
+}
+
 /* clang-format off */
 const struct hb_report_section hb_ag_section = {
     .name = "allgather", .record_size = sizeof(struct hb_ag_summary),
     .render_text = render_text, .render_json = render_json,
+    .why_pmpi = why_pmpi,
 };
 /* clang-format on */

@@ -16,7 +16,8 @@ const struct hb_var_desc hb_var_table[] = {
 };
 const size_t hb_var_count = sizeof(hb_var_table) / sizeof(hb_var_table[0]);
 
-static const char *const report_words[] = {"off", "text", "json", "both", NULL};
+static const char *const report_words[] = {"off",  "text", "json",
+                                           "both", "html", NULL};
 static const char *const memmon_words[] = {"on", "off", "none", NULL};
 
 const char *const *hb_var_enum_words(const struct hb_var_desc *d)

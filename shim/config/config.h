@@ -15,7 +15,8 @@ enum hb_report_mode {
     HB_REPORT_OFF,
     HB_REPORT_TEXT,
     HB_REPORT_JSON,
-    HB_REPORT_BOTH
+    HB_REPORT_BOTH,
+    HB_REPORT_HTML /* text, JSON and the page tools/hotbuf-report draws */
 };
 enum hb_memmon_mode { HB_MEMMON_ON, HB_MEMMON_OFF, HB_MEMMON_NONE };
 

@@ -2,17 +2,19 @@
 #include "progress.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 
 /* Static: the waits that drive progress are reached from PMPI wrappers,
  * which carry no context. */
 static struct {
     MPI_Comm comm;
+    atomic_flag running; /* the re-entry guard (see hb_progress) */
     int n;
     struct {
         hb_progress_fn fn;
         void *arg;
     } cb[HB_PROGRESS_MAX];
-} progress = {.comm = MPI_COMM_NULL};
+} progress = {.comm = MPI_COMM_NULL, .running = ATOMIC_FLAG_INIT};
 
 void hb_progress_init(MPI_Comm comm)
 {
@@ -38,10 +40,20 @@ void hb_progress_remove(hb_progress_fn fn, void *arg)
     progress.n = keep;
 }
 
-void hb_progress(void)
+/* The guard: a callback's PMPI call drives MPI's progress, which calls the
+ * hook, which would run the callbacks again in the middle of one of them
+ * (the transport's poll loop is not re-entrant).  An atomic flag rather
+ * than a plain one, because MPI may call its progress from a thread of its
+ * own: that thread then skips instead of racing the owner. */
+int hb_progress(void)
 {
+    if (atomic_flag_test_and_set_explicit(&progress.running,
+                                          memory_order_acquire))
+        return 0;
     for (int i = 0; i < progress.n; i++)
         progress.cb[i].fn(progress.cb[i].arg);
+    atomic_flag_clear_explicit(&progress.running, memory_order_release);
+    return 1;
 }
 
 void hb_progress_yield(void *arg)

@@ -11,6 +11,7 @@
 #include "track/calibrate.h"
 #include "transport/transport.h"
 #include "track_mpi.h"
+#include "wrapcheck.h"
 
 struct hb_runtime hb_rt = {.lock = ATOMIC_FLAG_INIT};
 __thread int hb_nested __attribute__((tls_model("initial-exec")));
@@ -92,6 +93,18 @@ static void agree_config(void)
     hb_config_shared_apply(&hb_rt.cfg, min, warn_config, NULL);
 }
 
+/* Once every callback is registered: from here on MPI's own progress runs
+ * hotbuf's (a target sitting in MPI_Barrier answers connection requests).
+ * Its absence is worth a line; being off by choice is in the report. */
+static void start_progress_hook(const struct hb_ctx *ctx)
+{
+    if (hb_progress_hook_install(ctx->comm, ctx->thread_level) < 0 &&
+        ctx->rank == 0)
+        hb_note("no progress inside MPI (%s): a rank waiting in MPI does not "
+                "answer hotbuf's connection requests",
+                hb_progress_hook_status());
+}
+
 /* The runtime's own start-up, then the subsystems'.  Every rank starts the
  * subsystems, also one whose tracker failed: their start-up is collective. */
 static void start(struct hb_ctx *ctx)
@@ -107,6 +120,7 @@ static void start(struct hb_ctx *ctx)
     else
         ctx->tracker = &hb_rt.tracker;
     hb_subsys_start_all(ctx);
+    start_progress_hook(ctx);
     if (ctx->tracker)
         hb_rt.tracking = hb_rt.lock_needed ? HB_TRACK_LOCKED : HB_TRACK_FAST;
 }
@@ -130,6 +144,8 @@ void hb_runtime_after_init(int provided)
     agree_config();
     if (!hb_rt.cfg.enable)
         goto out;
+    if (hb_rt.cfg.p2p)
+        hb_wrapcheck_note();
     if (PMPI_Comm_dup(MPI_COMM_WORLD, &ctx->comm) != MPI_SUCCESS) {
         hb_note(
             "cannot duplicate MPI_COMM_WORLD; hotbuf passes everything through");
@@ -153,7 +169,11 @@ void hb_runtime_before_finalize(void)
         return;
     struct hb_ctx *ctx = &hb_rt.ctx;
     hb_rt.tracking = HB_TRACK_OFF;
+    if (ctx->tracker)
+        hb_tracker_fold(
+            ctx->tracker); /* the pending calls, before the report */
     hb_nested++;
+    hb_progress_hook_remove(); /* hotbuf's state is torn down from here */
     hb_subsys_report(ctx);
     hb_subsys_stop_all(ctx);
     hb_rdma_stop(&hb_rt.rdma, ctx->comm);

@@ -9,15 +9,18 @@
  *
  * hb_rdma_subsys is core's own entry for the RDMA side (shim/rdma): it
  * starts and stops with the runtime itself and only contributes the
- * report's RDMA section, which comes first.
+ * report's RDMA section, which comes first.  hb_progress_subsys likewise
+ * only reports on the progress hook, which the runtime installs.
  */
 #ifndef HOTBUF_SUBSYS_LIST_H
 #define HOTBUF_SUBSYS_LIST_H
 
 #define HB_SUBSYS_FOR_EACH(_)                                                  \
-    _(hb_rdma_subsys)    /* core/rdma_subsys.c: the report's RDMA section */   \
-    _(hb_persist_subsys) /* persist/persist.c: persistent send requests */     \
-    _(hb_rma_subsys)     /* rma/rma_win.c: MPI_Put/MPI_Get on RDMA */          \
-    _(hb_ag_subsys)      /* coll/allgather.c: MPI_Allgather on RDMA */
+    _(hb_rdma_subsys)     /* core/rdma_subsys.c: the report's RDMA section */  \
+    _(hb_progress_subsys) /* core/progress_subsys.c: the progress hook's */    \
+    _(hb_persist_subsys)  /* persist/persist.c: persistent send requests */    \
+    _(hb_rma_subsys)      /* rma/rma_win.c: MPI_Put/MPI_Get on RDMA */         \
+    _(hb_ag_subsys)       /* coll/allgather.c: MPI_Allgather on RDMA */        \
+    _(hb_p2p_subsys)      /* p2p/p2p.c: point-to-point receive side */
 
 #endif

@@ -145,6 +145,13 @@ uint16_t hb_track_site(unsigned op, void *ret)
     return site;
 }
 
+void hb_track_site_persistent(uint16_t site)
+{
+    hb_lock();
+    hb_rt.tracker.sites.site[site].persistent = 1;
+    hb_unlock();
+}
+
 void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
                   uint16_t site)
 {

@@ -46,16 +46,34 @@ hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
          void *ret)
 {
     const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
-    if (__builtin_expect(d->type == type && hb_rt.tracking == HB_TRACK_FAST &&
-                             count > 0 && peer != MPI_PROC_NULL && d->size,
+    /* One test for count > 0 and a filled slot (size 0 when empty): the
+     * product of an int and a small size cannot overflow. */
+    int64_t bytes = (int64_t)count * (int64_t)d->size;
+    if (__builtin_expect(d->type == type && bytes > 0 &&
+                             hb_rt.tracking == HB_TRACK_FAST &&
+                             peer != MPI_PROC_NULL,
                          1)) {
-        uint64_t bytes = (uint64_t)count * d->size;
-        struct hb_use u = {buf, bytes, bytes};
-        struct hb_tracker *t = &hb_rt.tracker;
-        hb_tracker_record(t, op, &u, hb_tracker_site(t, op, ret));
+        hb_tracker_record_at(&hb_rt.tracker, op, buf, (uint64_t)bytes, ret);
         return;
     }
     hb_track_slow(op, buf, count, type, peer, ret);
+}
+
+/* hb_track's common case without any call (tracker.h,
+ * hb_tracker_record_fast): 1 when it recorded the call, 0 when it did
+ * nothing and the caller must go through hb_tracks and hb_track.  The
+ * generated bindings use it (fast: in pmpi/mpi_calls.def) so that a send
+ * on a known buffer is a leaf up to its jump to PMPI. */
+static inline __attribute__((always_inline)) int
+hb_track_fast(unsigned op, const void *buf, int count, MPI_Datatype type,
+              int peer, void *ret)
+{
+    const struct hb_dt_slot *d = &hb_dt_cache[hb_dt_slot_of(type)];
+    int64_t bytes = (int64_t)count * (int64_t)d->size;
+    return hb_rt.tracking == HB_TRACK_FAST && !hb_nested && d->type == type &&
+           bytes > 0 && peer != MPI_PROC_NULL &&
+           hb_tracker_record_fast(&hb_rt.tracker, op, buf, (uint64_t)bytes,
+                                  ret);
 }
 
 /* The same in steps, for callers that compute the use and the call site
@@ -64,6 +82,8 @@ hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
 int hb_use_compute(const void *buf, int count, MPI_Datatype type, int peer,
                    struct hb_use *u, int *proc_null);
 uint16_t hb_track_site(unsigned op, void *ret);
+/* Marks a site as a persistent request's (its advice differs). */
+void hb_track_site_persistent(uint16_t site);
 void hb_track_use(unsigned op, const struct hb_use *u, int empty, int proc_null,
                   uint16_t site);
 

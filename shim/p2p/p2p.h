@@ -85,6 +85,14 @@ void hb_p2p_comm_created(MPI_Comm comm);
 int hb_p2p_comm_free(MPI_Comm *comm);
 int hb_p2p_comm_disconnect(MPI_Comm *comm);
 
+/* The whole MPI_Intercomm_create.  MPI runs the leaders' exchange by
+ * point-to-point on peer_comm with the application's tag: on a pulled
+ * peer_comm hotbuf would claim MPI's own message and the creation would
+ * never complete.  The leaders use a communicator hotbuf never pulls. */
+int hb_p2p_intercomm_create(MPI_Comm local_comm, int local_leader,
+                            MPI_Comm peer_comm, int remote_leader, int tag,
+                            MPI_Comm *newintercomm);
+
 /* MPI_TAG_UB as the application sees it: one tag below MPI's is kept for
  * hotbuf's in-band markers (part 2) while point-to-point is on. */
 int hb_p2p_tag_ub_hidden(void);

@@ -40,6 +40,7 @@ void hb_persist_add(MPI_Request req, unsigned op, const void *buf, int count,
     p->key = req_key(req);
     p->op = op;
     p->site = hb_track_site(op, ret); /* here, while ret is on the stack */
+    hb_track_site_persistent(p->site);
     p->empty = hb_use_compute(buf, count, type, peer, &p->use, &p->proc_null);
     hb_lock();
     HASH_REPLACE(hh, persist.requests, key, sizeof(uint64_t), p, old);

@@ -111,10 +111,20 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     json_failed(out, d);
 }
 
+/* With RDMA up on no rank, that is why every hot call stayed on MPI;
+ * the subsystems' sections give the reasons otherwise. */
+static const char *why_pmpi(const void *acc, unsigned op)
+{
+    const struct hb_rdma_report *d = acc;
+    (void)op;
+    return d->s.up ? NULL : "RDMA off";
+}
+
 /* clang-format off */
 const struct hb_report_section hb_rdma_section = {
     .name = "rdma", .record_size = sizeof(struct hb_rdma_record),
     .acc_size = sizeof(struct hb_rdma_report), .merge = merge,
     .render_text = render_text, .render_json = render_json,
+    .why_pmpi = why_pmpi,
 };
 /* clang-format on */

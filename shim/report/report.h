@@ -28,10 +28,15 @@
 
 #define HB_TOP_SIZES 4
 #define HB_TOP_BUFFERS 16
+/* Buffers by uses, in powers of two: bucket k holds the buffers used
+ * 2^k .. 2^(k+1)-1 times, the last one every buffer used more. */
+#define HB_USES_BUCKETS 24
 #define HB_NAME_LEN 200
 #define HB_NOTE_LEN 400
 #define HB_MAX_NOTES 8
 #define HB_REPORT_MAX_SECTIONS 16
+/* The name of site 0, the calls past HOTBUF_MAX_SITES. */
+#define HB_SITE_OTHER_NAME "<other call sites>"
 
 /* Row of a reason table X-macro: _(ENUM, "name"), the name being the word
  * in the text report and the key in the JSON one.  Expand the table with
@@ -54,7 +59,14 @@ struct hb_class_summary {
         other_size_calls; /* calls at sizes past HB_SIZES_EXACT: not in top_size */
     double saving_ns;     /* hot calls x C(own size) - R per registration */
     double lookup_ns;     /* tracked calls x V: what tracking itself costs */
+    uint64_t uses_hist[HB_USES_BUCKETS]; /* tracked buffers by uses */
 };
+
+static inline unsigned hb_uses_bucket(uint64_t uses)
+{
+    unsigned k = uses ? 63 - (unsigned)__builtin_clzll(uses) : 0;
+    return k < HB_USES_BUCKETS ? k : HB_USES_BUCKETS - 1;
+}
 
 struct hb_rank_summary {
     struct hb_class_summary cls[HB_OP_COUNT];
@@ -78,7 +90,8 @@ struct hb_site_summary {
     HB_BUFFER_SUMS(HB_COUNTER_FIELD)
     uint64_t max_reuse;
     double saving_ns;
-    uint32_t ntop, pad;
+    uint32_t ntop;
+    uint32_t persistent; /* a persistent request's site (on some rank) */
     struct hb_site_buffer top[HB_TOP_BUFFERS]; /* by uses, descending */
 };
 
@@ -97,6 +110,10 @@ struct hb_report_section {
     void (*render_text)(FILE *out, const void *acc, const struct hb_report *r);
     /* The section's JSON value (an object), after "name": . */
     void (*render_json)(FILE *out, const void *acc, const struct hb_report *r);
+    /* Optional: why hot calls of class op stayed on MPI, as the section's
+     * reason word ("intranode", ...), or NULL (none did, or the class is
+     * not the section's).  The call sites' advice quotes it. */
+    const char *(*why_pmpi)(const void *acc, unsigned op);
 };
 
 /* The sections of one report, in record order. */
@@ -206,10 +223,15 @@ double hb_site_reuse_pct(const struct hb_site_summary *s);
 
 /* Helpers for the sections' renderers. */
 const char *hb_report_bytes(double v, char *buf, size_t len); /* "1.5 KiB" */
+const char *hb_report_time(double ns, char *buf, size_t len); /* "1.2 ms" */
 void hb_report_json_string(FILE *out, const char *s); /* quoted, escaped */
 /* "name N, name N" for the nonzero counts[first..count), or "none". */
 void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first,
                            unsigned count, const char *const *names);
+/* The name of the largest nonzero count in counts[first..count), or NULL
+ * (for the sections' why_pmpi). */
+const char *hb_report_top_reason(const uint64_t *counts, unsigned first,
+                                 unsigned count, const char *const *names);
 /* {"name": N, ...} for counts[first..count). */
 void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first,
                            unsigned count, const char *const *names);

@@ -2,6 +2,7 @@
  * sends one fixed-size summary and at most HOTBUF_REPORT_SITES site
  * records; rank 0 folds them in, a bounded batch of ranks at a time. */
 #include "report_gather.h"
+#include "report_html.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,10 +81,10 @@ static void render(FILE *out, int json, const struct hb_report *r,
  * report of its own, with the same environment: its files get the process
  * id in their name (PREFIX.spawned-PID.json) instead of overwriting the
  * parent job's while it writes them. */
-static void report_path(char *path, size_t len, const char *prefix, int json)
+static void report_path(char *path, size_t len, const char *prefix,
+                        const char *ext)
 {
     MPI_Comm parent = MPI_COMM_NULL;
-    const char *ext = json ? "json" : "txt";
     PMPI_Comm_get_parent(&parent);
     if (parent == MPI_COMM_NULL)
         snprintf(path, len, "%s.%s", prefix, ext);
@@ -91,25 +92,44 @@ static void report_path(char *path, size_t len, const char *prefix, int json)
         snprintf(path, len, "%s.spawned-%ld.%s", prefix, (long)getpid(), ext);
 }
 
-/* To PREFIX.txt / PREFIX.json, or rank 0's stderr. */
-static void write_one(const char *prefix, int json, const struct hb_report *r,
-                      const struct hb_report_context *ctx)
+/* To PREFIX.txt / PREFIX.json, or rank 0's stderr.  Returns 0 when the
+ * file was written. */
+static int write_one(const char *prefix, int json, const struct hb_report *r,
+                     const struct hb_report_context *ctx)
 {
     if (!prefix[0]) {
         render(stderr, json, r, ctx);
-        return;
+        return -1;
     }
     char path[4096];
-    report_path(path, sizeof(path), prefix, json);
+    report_path(path, sizeof(path), prefix, json ? "json" : "txt");
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "hotbuf: cannot write %s; report follows on stderr\n",
                 path);
         render(stderr, json, r, ctx);
-        return;
+        return -1;
     }
     render(f, json, r, ctx);
     fclose(f);
+    return 0;
+}
+
+/* HOTBUF_REPORT=html: the text as for "text", PREFIX.json and the page
+ * drawn from it, PREFIX.html (PREFIX hotbuf-report when unset: a page
+ * needs a file). */
+static void write_html(const char *prefix, const struct hb_report *r,
+                       const struct hb_report_context *ctx)
+{
+    write_one(prefix, 0, r, ctx);
+    if (!prefix[0])
+        prefix = "hotbuf-report";
+    char json[4096], page[4096];
+    if (write_one(prefix, 1, r, ctx))
+        return;
+    report_path(json, sizeof(json), prefix, "json");
+    report_path(page, sizeof(page), prefix, "html");
+    hb_report_html(json, page);
 }
 
 static void write_report(const struct hb_report_input *in, int mode,
@@ -131,6 +151,8 @@ static void write_report(const struct hb_report_input *in, int mode,
         ctx.nnotes = ctx.nnotes < 0 ? 0 : HB_MAX_NOTES;
     if (ctx.nnotes)
         memcpy(ctx.notes, in->notes, (size_t)ctx.nnotes * sizeof(ctx.notes[0]));
+    if (mode == HB_REPORT_HTML)
+        write_html(in->cfg->report_file, r, &ctx);
     if (mode == HB_REPORT_TEXT || mode == HB_REPORT_BOTH)
         write_one(in->cfg->report_file, 0, r, &ctx);
     if (mode == HB_REPORT_JSON || mode == HB_REPORT_BOTH)

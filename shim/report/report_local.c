@@ -49,6 +49,7 @@ static void visit_entry(const struct hb_entry *e, void *arg)
 
     c->buffers++;
     c->hot_buffers += e->hot;
+    c->uses_hist[hb_uses_bucket(e->uses)]++;
     c->saving_ns += run.copy_ns;
     if (e->uses > c->max_reuse)
         c->max_reuse = e->uses;
@@ -143,9 +144,12 @@ static size_t pick_sites(const struct hb_sites *sites,
         struct hb_site_summary *to = a;
         HB_CALL_COUNTERS(HB_COUNTER_COPY)
         a->empty_calls = s->empty_calls;
+        a->persistent = s->persistent && ids[i] != HB_SITE_OTHER;
         a->saving_ns += s->saving_ns; /* open runs were added by visit_entry */
+        if (s->max_uses > a->max_reuse) /* buffers first used elsewhere */
+            a->max_reuse = s->max_uses;
         if (ids[i] == HB_SITE_OTHER)
-            snprintf(a->name, HB_NAME_LEN, "<other call sites>");
+            snprintf(a->name, HB_NAME_LEN, "%s", HB_SITE_OTHER_NAME);
         else
             hb_symbolize_frames(sym, s->frames, s->depth, a->name, HB_NAME_LEN);
     }

@@ -39,6 +39,8 @@ static void add_counters(struct hb_class_summary *to,
     to->lookup_ns += c->lookup_ns;
     to->distinct_sizes = max_u64(to->distinct_sizes, c->distinct_sizes);
     to->max_reuse = max_u64(to->max_reuse, c->max_reuse);
+    for (int k = 0; k < HB_USES_BUCKETS; k++)
+        to->uses_hist[k] += c->uses_hist[k];
 }
 
 /* Adds (size, calls) to a top list kept sorted by calls, then size (as
@@ -152,6 +154,7 @@ static void fold_site(struct hb_site_summary *to,
     HB_BUFFER_SUMS(HB_COUNTER_ADD)
     to->empty_calls += s->empty_calls;
     to->saving_ns += s->saving_ns;
+    to->persistent |= s->persistent;
     for (uint32_t i = 0; i < s->ntop; i++)
         hb_top_buffers_insert(to->top, &to->ntop, max_buffers, &s->top[i]);
 }

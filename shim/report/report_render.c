@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "report.h"
+#include "report_advice.h"
 #include "track/sizehist.h"
 
 const char *hb_report_bytes(double v, char *buf, size_t len)
@@ -33,7 +34,7 @@ static const char *exact_size(uint64_t v, char *buf, size_t len)
     return buf;
 }
 
-static const char *human_time(double ns, char *buf, size_t len)
+const char *hb_report_time(double ns, char *buf, size_t len)
 {
     double a = ns < 0 ? -ns : ns;
     if (a >= 1e9)
@@ -62,6 +63,17 @@ void hb_report_text_counts(FILE *out, const uint64_t *counts, unsigned first,
                     (unsigned long long)counts[i]);
     if (!any)
         fprintf(out, "none");
+}
+
+const char *hb_report_top_reason(const uint64_t *counts, unsigned first,
+                                 unsigned count, const char *const *names)
+{
+    const char *top = NULL;
+    uint64_t most = 0;
+    for (unsigned i = first; i < count; i++)
+        if (counts[i] > most)
+            most = counts[i], top = names[i];
+    return top;
 }
 
 void hb_report_json_counts(FILE *out, const uint64_t *counts, unsigned first,
@@ -105,7 +117,7 @@ static void text_classes(FILE *out, const struct hb_report *r)
                 (unsigned long long)c->sum.buffers, hb_reuse_pct(&c->sum),
                 reuse, fsize, pct(c->sum.hot_calls, c->sum.calls),
                 (unsigned long long)c->sum.hot_buffers,
-                human_time(c->sum.saving_ns, b2, sizeof(b2)));
+                hb_report_time(c->sum.saving_ns, b2, sizeof(b2)));
     }
     for (unsigned op = 0; op < HB_OP_COUNT; op++) {
         const struct hb_class_summary *c = &r->cls[op].sum;
@@ -145,11 +157,14 @@ static void text_left_out(FILE *out, const struct hb_report *r)
             (unsigned long long)r->site_calls_left_out, r->site_cap);
 }
 
-static void text_sites(FILE *out, const struct hb_report *r)
+static void text_sites(FILE *out, const struct hb_report *r,
+                       const struct hb_report_context *ctx)
 {
-    char b1[32];
+    char b1[32], advice[HB_ADVICE_LEN];
+    struct hb_advice_ctx adv;
     if (!r->nsites)
         return;
+    hb_advice_ctx_init(&adv, r, ctx);
     fprintf(
         out,
         "\ncall sites (busiest %zu of %llu, merged over ranks; buffers = first used there):\n",
@@ -166,7 +181,7 @@ static void text_sites(FILE *out, const struct hb_report *r)
                 (unsigned long long)s->buffers,
                 (unsigned long long)s->max_reuse,
                 (unsigned long long)s->rerouted_calls,
-                human_time(s->saving_ns, b1, sizeof(b1)), s->name);
+                hb_report_time(s->saving_ns, b1, sizeof(b1)), s->name);
         for (uint32_t k = 0; k < s->ntop; k++)
             fprintf(
                 out, "%s rank %d 0x%llx %s x%llu%s",
@@ -177,6 +192,8 @@ static void text_sites(FILE *out, const struct hb_report *r)
                 s->top[k].hot ? " hot" : "");
         if (s->ntop)
             fprintf(out, "\n");
+        hb_site_advice(s, &adv, advice, sizeof(advice));
+        fprintf(out, "      advice: %s\n", advice);
     }
     text_left_out(out, r);
 }
@@ -219,8 +236,8 @@ static void text_cost(FILE *out, const struct hb_report_context *ctx)
     fprintf(
         out,
         "cost model: C %s @128 B, %s @8 KiB (%s); V %.1f ns (%s); R %.2f us + %.3f us/page (%s)\n",
-        human_time(hb_cost_copy_ns(cm, 128), b1, sizeof(b1)),
-        human_time(hb_cost_copy_ns(cm, 8192), b2, sizeof(b2)),
+        hb_report_time(hb_cost_copy_ns(cm, 128), b1, sizeof(b1)),
+        hb_report_time(hb_cost_copy_ns(cm, 8192), b2, sizeof(b2)),
         hb_cost_source_name(cm->copy_src), cm->lookup_ns,
         hb_cost_source_name(cm->lookup_src), cm->reg_base_us, cm->reg_page_us,
         hb_cost_source_name(cm->reg_src));
@@ -275,7 +292,7 @@ void hb_report_render_text(FILE *out, const struct hb_report *r,
         "==== hotbuf buffer-reuse report: %d rank(s), %s, thread level %s ====\n",
         r->nranks, ctx->mpi_library, ctx->thread_level);
     text_classes(out, r);
-    text_sites(out, r);
+    text_sites(out, r, ctx);
     text_table(out, r, ctx);
     for (size_t k = 0; k < r->layout.n; k++)
         r->layout.sec[k]->render_text(out, r->acc[k], r);
@@ -299,6 +316,19 @@ void hb_report_json_string(FILE *out, const char *s)
             fputc(c, out);
     }
     fputc('"', out);
+}
+
+/* "uses_histogram": [buffers used 1, 2-3, 4-7, ... times], up to its last
+ * nonzero bucket. */
+static void json_uses_hist(FILE *out, const uint64_t *hist)
+{
+    int n = HB_USES_BUCKETS;
+    while (n > 0 && !hist[n - 1])
+        n--;
+    fprintf(out, ", \"uses_histogram\": [");
+    for (int k = 0; k < n; k++)
+        fprintf(out, "%s%llu", k ? ", " : "", (unsigned long long)hist[k]);
+    fprintf(out, "]");
 }
 
 static void json_class(FILE *out, const struct hb_class_report *c)
@@ -336,25 +366,31 @@ static void json_class(FILE *out, const struct hb_class_report *c)
             (unsigned long long)s->distinct_sizes,
             (unsigned long long)s->other_size_calls);
     fprintf(out,
-            ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f}",
+            ", \"estimated_saving_us\": %.3f, \"lookup_overhead_us\": %.3f",
             s->saving_ns / 1e3, s->lookup_ns / 1e3);
+    json_uses_hist(out, s->uses_hist);
+    fprintf(out, "}");
 }
 
-static void json_site(FILE *out, const struct hb_site_summary *s)
+static void json_site(FILE *out, const struct hb_site_summary *s,
+                      const struct hb_advice_ctx *adv)
 {
+    char advice[HB_ADVICE_LEN];
+    hb_site_advice(s, adv, advice, sizeof(advice));
     fprintf(out, "{\"name\": ");
     hb_report_json_string(out, s->name);
     fprintf(
         out,
         ", \"op\": \"%s\", \"ranks\": %u, \"calls\": %llu, \"bytes\": %llu, "
         "\"reuse_calls\": %llu, \"reuse_pct\": %.3f, \"hot_calls\": %llu, "
-        "\"untracked_calls\": %llu, \"buffers\": %llu, \"hot_buffers\": %llu, "
-        "\"max_reuse\": %llu, \"rerouted_calls\": %llu, \"estimated_saving_us\": %.3f, "
+        "\"untracked_calls\": %llu, \"empty_calls\": %llu, \"buffers\": %llu, "
+        "\"hot_buffers\": %llu, \"max_reuse\": %llu, \"rerouted_calls\": %llu, \"estimated_saving_us\": %.3f, "
         "\"top_buffers\": [",
         hb_op_name(s->op), s->ranks, (unsigned long long)s->calls,
         (unsigned long long)s->bytes, (unsigned long long)s->reuse_calls,
         hb_site_reuse_pct(s), (unsigned long long)s->hot_calls,
-        (unsigned long long)s->untracked_calls, (unsigned long long)s->buffers,
+        (unsigned long long)s->untracked_calls,
+        (unsigned long long)s->empty_calls, (unsigned long long)s->buffers,
         (unsigned long long)s->hot_buffers, (unsigned long long)s->max_reuse,
         (unsigned long long)s->rerouted_calls, s->saving_ns / 1e3);
     for (uint32_t k = 0; k < s->ntop; k++)
@@ -367,7 +403,10 @@ static void json_site(FILE *out, const struct hb_site_summary *s)
             (unsigned long long)s->top[k].uses,
             (unsigned long long)s->top[k].hot_uses,
             s->top[k].hot ? "true" : "false");
-    fprintf(out, "]}");
+    fprintf(out, "], \"persistent\": %s, \"advice\": ",
+            s->persistent ? "true" : "false");
+    hb_report_json_string(out, advice);
+    fprintf(out, "}");
 }
 
 static void json_table(FILE *out, const struct hb_report *r)
@@ -448,10 +487,12 @@ void hb_report_render_json(FILE *out, const struct hb_report *r,
                 " \"site_calls_left_out\": %llu,",
                 (unsigned long long)r->sites_left_out,
                 (unsigned long long)r->site_calls_left_out);
+    struct hb_advice_ctx adv;
+    hb_advice_ctx_init(&adv, r, ctx);
     fprintf(out, "\n \"sites\": [");
     for (size_t i = 0; i < r->nsites; i++) {
         fprintf(out, "%s\n  ", i ? "," : "");
-        json_site(out, &r->sites[i]);
+        json_site(out, &r->sites[i], &adv);
     }
     fprintf(out, "],\n \"table\": ");
     json_table(out, r);

@@ -55,9 +55,24 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     fprintf(out, "}");
 }
 
+/* Put and Get: the commonest reason a hot operation stayed on PMPI, else
+ * why windows did (a window on PMPI keeps all its operations there). */
+static const char *why_pmpi(const void *acc, unsigned op)
+{
+    const struct hb_rma_summary *m = acc;
+    if (op != HB_OP_PUT && op != HB_OP_GET)
+        return NULL;
+    const char *why = hb_report_top_reason(m->ops_pmpi, HB_RMA_DATATYPE,
+                                           HB_RMA_NREASONS, op_names);
+    return why ? why
+               : hb_report_top_reason(m->windows_pmpi, 0, HB_WIN_NREASONS,
+                                      win_names);
+}
+
 /* clang-format off */
 const struct hb_report_section hb_rma_section = {
     .name = "rma", .record_size = sizeof(struct hb_rma_summary),
     .render_text = render_text, .render_json = render_json,
+    .why_pmpi = why_pmpi,
 };
 /* clang-format on */

@@ -25,10 +25,15 @@ struct hb_site {
         frames[HB_MAX_DEPTH]; /* frames[0] = the MPI call's return address */
     uint8_t depth;
     uint8_t op;                        /* operation class of its first call */
+    uint8_t persistent;                /* a persistent request's init call */
     HB_CALL_COUNTERS(HB_COUNTER_FIELD) /* track/ops.h */
     uint64_t empty_calls;              /* zero-byte or MPI_PROC_NULL */
-    double saving_ns;                  /* of the buffers first used here, closed
-                                         runs and registrations (tracker.h) */
+    /* The saving of the hot calls made here and the registrations of the
+     * buffers first used here (tracker.h), closed runs only. */
+    double saving_ns;
+    /* The most uses a buffer first used at another site had at a call
+     * made here (hb_tracker_foreign). */
+    uint64_t max_uses;
 };
 
 /* One slot of the open-addressing index; the key is repeated here so a hit

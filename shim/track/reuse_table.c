@@ -5,7 +5,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-/* Entries per pool chunk: 4096 x 48 B = 192 KiB, one mmap per 4096 new
+/* Entries per pool chunk: 4096 x 64 B = 256 KiB, one mmap per 4096 new
  * buffers, so the per-call path sees an allocation once in a long while. */
 #define HB_CHUNK_ENTRIES 4096
 

@@ -29,17 +29,27 @@
 struct hb_entry {
     struct hb_entry *next; /* chain */
     uintptr_t key;         /* address | class << 56 */
-    uint32_t uses;         /* calls on this buffer */
-    uint32_t run_start;    /* uses before the current run at `size` began */
-    uint32_t size;         /* extent of the current run's calls (saturates) */
+    /* The pending run (see tracker.h): the calls after p_start (uses - p_start
+     * of them), all from return address p_ret (call site p_site) at `size`
+     * bytes, not yet added to the class and site counters.  Keeping them here
+     * lets the wrapper's common call touch this entry alone. */
+    uintptr_t p_ret;    /* HB_NO_RET: no pending run armed */
+    uint32_t uses;      /* calls on this buffer */
+    uint32_t run_start; /* uses before the current run at `size` began */
+    uint32_t size;      /* extent of the current run's calls (saturates) */
     uint32_t thr; /* uses at which a call at `size` is hot (HB_NEVER: never) */
     uint32_t hot_uses; /* hot calls in closed runs (hb_tracker_hot_uses: all) */
     uint32_t reg_size; /* largest size a call was hot at (registered extent) */
     uint32_t max_size; /* largest extent used */
+    uint32_t p_start;  /* uses before the pending run began */
+    uint16_t p_site;   /* call site of p_ret */
     uint16_t site;     /* call site that first used it */
     uint8_t op;        /* operation class */
     uint8_t hot;       /* some call was hot: it would be registered */
 };
+
+/* 64 B: one cache line for every per-call access. */
+_Static_assert(sizeof(struct hb_entry) == 64, "hb_entry is one cache line");
 
 enum hb_stop_reason { HB_GROWING = 0, HB_STOP_ADAPTED, HB_STOP_FULL };
 

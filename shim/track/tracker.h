@@ -25,6 +25,11 @@ struct hb_tracker {
     struct hb_size_hist sizes[HB_OP_COUNT];
     double saving_ns[HB_OP_COUNT];
     struct hb_costmodel cm; /* prices runs and registrations */
+    /* The entry hb_tracker_record_fast counted last (never NULL: `none`,
+     * whose p_ret matches no caller, until then).  Entries are never freed
+     * while the tracker lives. */
+    struct hb_entry *last;
+    struct hb_entry none;
 };
 
 /* A buffer as one call uses it: the span [addr, addr+span) (true extent for
@@ -65,9 +70,35 @@ struct hb_entry *hb_tracker_insert(struct hb_tracker *t, uintptr_t key,
  * hot call of a run (marks the buffer hot, charges a registration). */
 void hb_tracker_resize(struct hb_tracker *t, struct hb_entry *e, uint64_t span);
 void hb_tracker_hot_run(struct hb_tracker *t, struct hb_entry *e);
+/* A call at a site other than the one that first used e's buffer: the
+ * figures of this call (its reuse count, its saving when hot) go to the
+ * calling site, not only to the buffer's first site. */
+void hb_tracker_foreign(struct hb_tracker *t, const struct hb_entry *e,
+                        uint16_t site_id);
 
-/* Records one call made at site.  Returns the entry when the buffer is
- * tracked, so a router can ask hb_tracker_call_hot(e) about this call.
+/* Pending runs.  The wrapper's common call (a predefined datatype, one
+ * thread) goes through hb_tracker_record_at, which counts a call on a
+ * known buffer from the same caller at the same size as before by
+ * incrementing the entry's uses and nothing else: the class and site
+ * counters of those calls are added later, all at once ("folded"), when
+ * the entry is next recorded any other way and at exit (hb_tracker_fold).
+ * Every other call is counted at once (hb_tracker_record), so the counters
+ * are exact between folds except for the calls still pending.  A call is
+ * pending only when the entry is armed for its caller: the slow path arms
+ * it after looking the caller's site up, and only when the return address
+ * alone decides the site (HOTBUF_CALLSITE_DEPTH <= 1; deeper sites need the
+ * stack, so there every call takes the slow path). */
+#define HB_NO_RET UINTPTR_MAX
+
+/* Adds e's pending calls to the class and site counters. */
+void hb_tracker_fold_entry(struct hb_tracker *t, struct hb_entry *e);
+
+/* Folds every entry: before reading the counters (report, table stop). */
+void hb_tracker_fold(struct hb_tracker *t);
+
+/* Records one call made at site, counting it at once.  Returns the entry
+ * when the buffer is tracked, so a router can ask hb_tracker_call_hot(e)
+ * about this call.
  *
  * Every call counts at its own size, and whether it is hot depends on its
  * own size: a call is hot when its size is in [min_size,
@@ -94,15 +125,21 @@ hb_tracker_record(struct hb_tracker *t, unsigned op, const struct hb_use *u,
     if (e) {
         cs->reuse_calls++;
         site->reuse_calls++;
+        /* Its pending calls came before this one: counted first, at the
+         * size and threshold they had. */
+        if (__builtin_expect(e->p_start != e->uses, 0))
+            hb_tracker_fold_entry(t, e);
     } else if ((e = hb_tracker_insert(t, key, chain))) {
         e->op = (uint8_t)op;
         e->site = site_id;
+        e->p_ret = HB_NO_RET;
     } else {
         cs->untracked_calls++;
         site->untracked_calls++;
         return NULL;
     }
     e->uses++;
+    e->p_start = e->uses; /* counted: nothing pending */
     /* A new entry has size 0 and every call spans a byte at least, so its
      * first call opens a run here; spans past 4 GiB never match (saturated
      * size) and take the slow path every time, still counted exactly. */
@@ -114,7 +151,61 @@ hb_tracker_record(struct hb_tracker *t, unsigned op, const struct hb_use *u,
         if (__builtin_expect(e->uses == e->thr, 0))
             hb_tracker_hot_run(t, e);
     }
+    if (__builtin_expect(site_id != e->site, 0))
+        hb_tracker_foreign(t, e, site_id);
     return e;
+}
+
+/* The part of hb_tracker_record_at that makes no call: counts the call
+ * (uses + 1) and returns 1 when it joins e's pending run and is not the one
+ * that reaches the threshold; else returns 0 having done nothing. */
+static inline __attribute__((always_inline)) int
+hb_tracker_record_fast(struct hb_tracker *t, unsigned op, const void *addr,
+                       uint64_t bytes, void *ret)
+{
+    uintptr_t key = hb_table_key(addr, op);
+    /* The last buffer first: a loop over one buffer skips the hash and
+     * the bucket load, which sit on a latency-bound ping-pong's path. */
+    struct hb_entry *e = t->last;
+    if (e->key != key) {
+        e = t->table.buckets[hb_table_bucket(&t->table, key)];
+        if (!e || e->key != key)
+            return 0;
+    }
+    if (e->p_ret == (uintptr_t)ret && e->size == bytes &&
+        e->uses + 1 != e->thr) {
+        e->uses++;
+        t->last = e;
+        return 1;
+    }
+    return 0;
+}
+
+/* Slow path of hb_tracker_record_at: looks the site up, counts the call at
+ * once and arms the entry for further calls from ret. */
+struct hb_entry *hb_tracker_record_at_slow(struct hb_tracker *t, unsigned op,
+                                           const void *addr, uint64_t bytes,
+                                           void *ret);
+
+/* Records one call of `bytes` contiguous bytes at addr (span = bytes) made
+ * from return address ret (the site is looked up from it as by
+ * hb_tracker_site).  Counts as hb_tracker_record does once folded; a call
+ * on a buffer whose chain starts with it, from the caller and at the size
+ * of its pending run, costs one hash, three compares and an increment. */
+static inline __attribute__((always_inline)) struct hb_entry *
+hb_tracker_record_at(struct hb_tracker *t, unsigned op, const void *addr,
+                     uint64_t bytes, void *ret)
+{
+    uintptr_t key = hb_table_key(addr, op);
+    struct hb_entry *e = t->table.buckets[hb_table_bucket(&t->table, key)];
+    if (__builtin_expect(e && e->key == key && e->p_ret == (uintptr_t)ret &&
+                             e->size == bytes,
+                         1)) {
+        if (__builtin_expect(++e->uses == e->thr, 0))
+            hb_tracker_hot_run(t, e);
+        return e;
+    }
+    return hb_tracker_record_at_slow(t, op, addr, bytes, ret);
 }
 
 /* Whether the call just recorded on e (hb_tracker_record's result, NULL:

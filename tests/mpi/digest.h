@@ -9,7 +9,7 @@
 
 static inline unsigned long digest_more(unsigned long h, const void *p, size_t len)
 {
-    const unsigned char *b = p;
+    const unsigned char *b = (const unsigned char *)p; /* also C++ */
     for (size_t i = 0; i < len; i++)
         h = (h ^ b[i]) * 1099511628211ul;
     return h;

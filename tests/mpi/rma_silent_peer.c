@@ -4,7 +4,11 @@
  * for it, must leave the peer on PMPI once HOTBUF_CONNECT_TIMEOUT has
  * passed, and the report names the peer.  Rank 0 is the origin for
  * `seconds` (argument, default 3), every other rank a silent target.
- * Prints the targets' window digests: the same with and without hotbuf. */
+ * Prints the targets' window digests: the same with and without hotbuf.
+ * The target is silent only without hotbuf's progress hook inside MPI
+ * (tests/rdma/rma_faults.sh leaves it out with a test switch); with the
+ * hook its MPI_Barrier answers, and tests/rdma/progress_hook.sh uses this
+ * program as the passive target whose Puts must then be rerouted. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,11 @@
 #  silent_peer   a target that sits in an MPI call hotbuf does not see while
 #                its origin puts from a hot buffer: no hang, identical
 #                results, the peer left on PMPI after HOTBUF_CONNECT_TIMEOUT
-#                and named in the report (one line: who, to whom, why)
+#                and named in the report (one line: who, to whom, why).
+#                With the progress hook the target's MPI_Barrier answers
+#                (tests/rdma/progress_hook.sh): the hook is left out here
+#                (test switch HOTBUF_TEST_PROGRESS_HOOK=0), as on an MPI
+#                without a hook (MPICH on a device other than ch4:ucx)
 #  absent_peer   one rank without RDMA (HOTBUF_DEVICE names no device there):
 #                the others keep RDMA among themselves, never toward it
 #  rfault        Rput/Rget whose RDMA fails (test-only HOTBUF_TEST_RMA_FAIL):
@@ -20,8 +24,8 @@ json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval
 
 prog=build/openmpi/tests/rma_silent_peer
 timeout 120 mpiexec.openmpi -n 2 $prog 3 >"$work/plain.out" 2>"$work/plain.err"
-HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_CONNECT_TIMEOUT=1 HOTBUF_REPORT=both \
-    HOTBUF_REPORT_FILE=$work/silent timeout 120 tools/hotbuf-run -- \
+HOTBUF_TEST_PROGRESS_HOOK=0 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_CONNECT_TIMEOUT=1 \
+    HOTBUF_REPORT=both HOTBUF_REPORT_FILE=$work/silent timeout 120 tools/hotbuf-run -- \
     mpiexec.openmpi -n 2 $prog 3 >"$work/silent.out" 2>"$work/silent.err"
 rc=$?
 r=$work/silent.json

@@ -104,6 +104,10 @@ run_prog integrity_stale env HOTBUF_MEMMON=off \
 #    site in the report; then a silent peer and a rank without RDMA.
 RUN_TIMEOUT=900 run_prog rma tests/rdma/rma_routing.sh
 RUN_TIMEOUT=600 run_prog rma_faults tests/rdma/rma_faults.sh
+#    A passive target that only waits in MPI_Barrier: its connection is
+#    served by the progress hook inside MPI, Puts rerouted (and none
+#    without the hook).
+RUN_TIMEOUT=600 run_prog progress_hook tests/rdma/progress_hook.sh
 
 # 8. MPI_Allgather on hotbuf's RDMA: bit-identical to PMPI_Allgather at
 #    2, 3, 4 and 8 ranks (both algorithms, copy-based and zero-copy).

@@ -282,7 +282,8 @@ static void test_valid(void)
         {"text", HB_REPORT_TEXT, "text"}, {"json", HB_REPORT_JSON, "json"},
         {"both", HB_REPORT_BOTH, "both"}, {"off", HB_REPORT_OFF, "off"},
         {"JSON", HB_REPORT_JSON, "json"}, {"Both", HB_REPORT_BOTH, "both"},
-        {"OFF", HB_REPORT_OFF, "off"},    {"Text", HB_REPORT_TEXT, "text"},
+        {"html", HB_REPORT_HTML, "html"}, {"OFF", HB_REPORT_OFF, "off"},
+        {"Text", HB_REPORT_TEXT, "text"},
     };
     for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
         expect_valid("HOTBUF_REPORT", modes[i].text, modes[i].formatted);
@@ -413,9 +414,9 @@ static void test_invalid(void)
     expect_invalid("HOTBUF_ENABLE", "maybe", "0 or 1");
     expect_invalid("HOTBUF_ADAPT", "", "0 or 1");
     /* enum */
-    expect_invalid("HOTBUF_REPORT", "xml", "off, text, json or both");
-    expect_invalid("HOTBUF_REPORT", "texts", "off, text, json or both");
-    expect_invalid("HOTBUF_REPORT", "1", "off, text, json or both");
+    expect_invalid("HOTBUF_REPORT", "xml", "off, text, json, both or html");
+    expect_invalid("HOTBUF_REPORT", "texts", "off, text, json, both or html");
+    expect_invalid("HOTBUF_REPORT", "1", "off, text, json, both or html");
 
     /* Counting: three bad values among good ones -> 3, one line each. */
     struct hb_config cfg;

@@ -402,6 +402,39 @@ static void test_size_table(void)
     hb_tracker_destroy(&t);
 }
 
+/* One buffer, first used at A (10 calls), then at B (290 calls): B made
+ * all 201 hot calls (uses 100..300), so B gets their saving (a copy each)
+ * and its max uses; A keeps the registration (10.25 us).  Closed runs and
+ * the open one both count: a size change at B's 201st call closes the
+ * first run midway. */
+static void test_credit_calling_site(void)
+{
+    struct hb_tracker t;
+    CHECK(init(&t, 1000, 100) == 0);
+    for (int i = 0; i < 10; i++)
+        rec(&t, HB_OP_SEND, BUF_A, 1024, SITE_A);
+    for (int i = 0; i < 290; i++)
+        rec(&t, HB_OP_SEND, BUF_A, i < 200 ? 1024 : 1000, SITE_B);
+    const struct hb_site *a = site(&t, SITE_A), *b = site(&t, SITE_B);
+    const struct hb_entry *e = entry(&t, BUF_A, HB_OP_SEND);
+    struct hb_run run;
+    hb_tracker_open_run(&t, e, &run);
+    /* what the report adds at exit: the open run, to the first site */
+    double a_saving = a->saving_ns + run.copy_ns, b_saving = b->saving_ns;
+    /* hot: uses 100..210 at 1 KiB, 211..300 at 1000 B */
+    double want_b =
+        111 * hb_cost_copy_ns(&t.cm, 1024) + 90 * hb_cost_copy_ns(&t.cm, 1000);
+    CHECK_EQ_U64(a->hot_calls, 0);
+    CHECK_EQ_U64(b->hot_calls, 201);
+    CHECK_EQ_U64(a->max_uses, 0); /* its own buffer: the report takes e->uses */
+    CHECK_EQ_U64(b->max_uses, 300);
+    CHECK(b_saving > want_b - 1e-6 && b_saving < want_b + 1e-6);
+    CHECK(a_saving > -10250 - 1e-6 && a_saving < -10250 + 1e-6);
+    CHECK(t.saving_ns[HB_OP_SEND] + run.copy_ns > want_b - 10250 - 1e-6 &&
+          t.saving_ns[HB_OP_SEND] + run.copy_ns < want_b - 10250 + 1e-6);
+    hb_tracker_destroy(&t);
+}
+
 int main(void)
 {
     test_counts();
@@ -412,5 +445,6 @@ int main(void)
     test_size_range();
     test_hot_per_call_size();
     test_size_table();
+    test_credit_calling_site();
     return CHECK_DONE();
 }

@@ -1,0 +1,305 @@
+/* The communicator map: which communicators hotbuf matches on (pull),
+ * entry into pull with the migration of MPI's pending receives, claiming
+ * MPI's messages, and the end of a communicator (P2P-DESIGN.md §5.7). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/comm.h"
+#include "core/progress.h"
+#include "p2p_int.h"
+
+static uint64_t comm_key(MPI_Comm c)
+{
+    uint64_t k = 0;
+    memcpy(&k, &c, sizeof(c) < sizeof(k) ? sizeof(c) : sizeof(k));
+    return k;
+}
+
+static struct p2p_comm *find(MPI_Comm comm)
+{
+    uint64_t key = comm_key(comm);
+    struct p2p_comm *c;
+    HASH_FIND(hh, p2p.comms, &key, sizeof(key), c);
+    return c;
+}
+
+static void count_off(int reason)
+{
+    p2p.stats.comms_seen++;
+    p2p.stats.comms_off[reason]++;
+}
+
+/* Intercommunicators and communicators that span several worlds stay on
+ * MPI (P2P-DESIGN.md §5.12; core/comm.h). */
+static int classify(MPI_Comm comm)
+{
+    int inter = 0;
+    PMPI_Comm_test_inter(comm, &inter);
+    if (inter)
+        return HB_P2P_OFF_INTERCOMM;
+    if (!hb_comm_one_world(comm))
+        return HB_P2P_OFF_WORLDS;
+    return -1;
+}
+
+static struct p2p_comm *add(MPI_Comm comm)
+{
+    struct p2p_comm *c = calloc(1, sizeof(*c));
+    int reason = c ? classify(comm) : HB_P2P_OFF_MEMORY;
+    if (reason >= 0) {
+        count_off(reason);
+        if (!c)
+            return NULL;
+        c->state = COMM_OFF;
+    } else {
+        p2p.stats.comms_seen++;
+        c->state = COMM_NORMAL;
+    }
+    c->key = comm_key(comm);
+    c->comm = comm;
+    hb_list_init(&c->link);
+    HASH_ADD(hh, p2p.comms, key, sizeof(c->key), c);
+    return c;
+}
+
+struct p2p_comm *hb_p2p_comm_get(MPI_Comm comm)
+{
+    if (!p2p.pull_ok || comm == MPI_COMM_NULL)
+        return NULL;
+    struct p2p_comm *c = find(comm);
+    return c ? c : add(comm);
+}
+
+/* Drops everything hotbuf holds for c (its messages were claimed from a
+ * communicator that is going away: MPI would drop them too). */
+static void drop(struct p2p_comm *c)
+{
+    if (c->state == COMM_PULLED) {
+        struct hb_pm_msg *pm;
+        while ((pm = hb_pm_first_unexpected(&c->m))) {
+            hb_pm_take(&c->m, pm);
+            p2p.n_unexp--;
+            free(hb_container_of(pm, struct p2p_msg, n));
+        }
+        hb_pm_fini(&c->m);
+        hb_list_del(&c->link);
+    }
+    struct p2p_req *r, *tmp;
+    HASH_ITER(hh, p2p.reqs, r, tmp)
+    if (r->c == c)
+        r->c = NULL; /* MPI's own receives and idle persistent ones */
+    HASH_DEL(p2p.comms, c);
+    free(c);
+    hb_p2p_update_engaged();
+}
+
+static int by_seq(const void *a, const void *b)
+{
+    const struct p2p_req *x = *(struct p2p_req *const *)a,
+                         *y = *(struct p2p_req *const *)b;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* One MPI receive moves into pull: cancel it; if MPI had matched it
+ * already, it stays MPI's.  The handle stays allocated either way (a
+ * cancelled receive is consumed when the application completes it). */
+static void migrate_one(struct p2p_comm *c, struct p2p_req *r)
+{
+    int flag = 0, cancelled = 0;
+    MPI_Status st;
+    PMPI_Cancel(&r->handle);
+    while (PMPI_Request_get_status(r->handle, &flag, &st) == MPI_SUCCESS &&
+           !flag)
+        ;
+    PMPI_Test_cancelled(&st, &cancelled);
+    if (!cancelled) {
+        p2p.stats.migrate_matched++;
+        return;
+    }
+    p2p.stats.migrated++;
+    r->hijacked = 1;
+    hb_p2p_req_post(c, r);
+}
+
+/* MPI's pending receives on c, in posting order: those older than every
+ * receive hotbuf will post, so they go first into the matcher. */
+static void migrate(struct p2p_comm *c)
+{
+    struct p2p_req *r, *tmp, **v;
+    size_t n = 0, i = 0;
+    HASH_ITER(hh, p2p.reqs, r, tmp)
+    n += r->c == c && r->state == RQ_PMPI;
+    if (!n || !(v = malloc(n * sizeof(*v))))
+        return;
+    HASH_ITER(hh, p2p.reqs, r, tmp)
+    if (r->c == c && r->state == RQ_PMPI)
+        v[i++] = r;
+    qsort(v, n, sizeof(*v), by_seq);
+    for (i = 0; i < n; i++)
+        migrate_one(c, v[i]);
+    free(v);
+}
+
+static int enter_pull(struct p2p_comm *c)
+{
+    int size = 0, off = -1;
+    PMPI_Comm_size(c->comm, &size);
+    if (!hb_p2p_hook_ok())
+        off = HB_P2P_OFF_NO_HOOK;
+    else if (hb_pm_init(&c->m, size))
+        off = HB_P2P_OFF_MEMORY;
+    if (off >= 0) {
+        c->state = COMM_OFF;
+        p2p.stats.comms_seen--; /* counted again, with its reason */
+        count_off(off);
+        return -1;
+    }
+    c->state = COMM_PULLED;
+    hb_list_add_head(&p2p.pulled, &c->link);
+    p2p.stats.comms_pulled++;
+    hb_p2p_update_engaged();
+    migrate(c);
+    return 0;
+}
+
+struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
+{
+    struct p2p_comm *c = hb_p2p_comm_get(comm);
+    if (!c || c->state == COMM_OFF)
+        return NULL;
+    if (c->state == COMM_PULLED)
+        return c;
+    uint64_t due = p2p.mode == P2P_MODE_AFTER ? p2p.after_n : 0;
+    if (c->recv_calls++ < due || enter_pull(c))
+        return NULL;
+    return c;
+}
+
+/* A claimed message meets the earliest posted receive it matches, or
+ * waits in the unexpected store. */
+static void arrive(struct p2p_comm *c, MPI_Message msg, const MPI_Status *st)
+{
+    struct p2p_msg *m = malloc(sizeof(*m));
+    int bytes = 0;
+    if (!m)
+        abort(); /* a claimed message cannot be given back to MPI */
+    m->msg = msg;
+    m->st = *st;
+    /* MPICH's Improbe leaves the cancelled bit as it found it */
+    PMPI_Status_set_cancelled(&m->st, 0);
+    m->n.source = st->MPI_SOURCE;
+    m->n.tag = st->MPI_TAG;
+    PMPI_Get_count(st, MPI_BYTE, &bytes);
+    p2p.stats.claimed++;
+    p2p.stats.claimed_bytes += bytes > 0 ? (uint64_t)bytes : 0;
+    struct hb_pm_recv *pr = hb_pm_arrive(&c->m, &m->n);
+    if (pr) {
+        p2p.n_posted--;
+        p2p.stats.matched_posted++;
+        hb_p2p_req_deliver(hb_container_of(pr, struct p2p_req, n), m);
+        return;
+    }
+    if (++p2p.n_unexp > p2p.stats.unexp_hwm)
+        p2p.stats.unexp_hwm = p2p.n_unexp;
+}
+
+/* Messages come out of Improbe in each sender's order; a nested claim
+ * (the progress hook inside MPI, running while Improbe runs) could
+ * overtake one on its way out, hence the busy flag. */
+void hb_p2p_claim_locked(struct p2p_comm *c)
+{
+    int flag = 0;
+    MPI_Message msg;
+    MPI_Status st;
+    while (PMPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, c->comm, &flag, &msg,
+                        &st) == MPI_SUCCESS &&
+           flag)
+        arrive(c, msg, &st);
+}
+
+void hb_p2p_claim(struct p2p_comm *c)
+{
+    if (p2p.busy)
+        return;
+    p2p.busy = 1;
+    hb_p2p_claim_locked(c);
+    p2p.busy = 0;
+}
+
+/* The real free waits for a wrapper entry (never inside MPI's progress,
+ * where the hook may run us). */
+void hb_p2p_comm_release_pending(struct p2p_comm *c)
+{
+    c->pending--;
+}
+
+void hb_p2p_flush_frees(void)
+{
+    struct p2p_comm *c, *tmp;
+    if (p2p.busy)
+        return;
+    HASH_ITER(hh, p2p.comms, c, tmp)
+    {
+        if (c->free_deferred && !c->pending) {
+            MPI_Comm comm = c->comm;
+            drop(c);
+            PMPI_Comm_free(&comm);
+        }
+    }
+}
+
+void hb_p2p_comm_created(MPI_Comm comm)
+{
+    struct p2p_comm *c;
+    if (comm == MPI_COMM_NULL)
+        return;
+    if (!p2p.pull_ok) {
+        count_off(p2p.off_reason);
+        return;
+    }
+    if ((c = find(comm)) && !c->free_deferred)
+        drop(c); /* a handle MPI reused after a free we did not see */
+    add(comm);
+}
+
+int hb_p2p_comm_free(MPI_Comm *comm)
+{
+    HB_P2P_ROUTE(comm_free);
+    struct p2p_comm *c = comm ? find(*comm) : NULL;
+    if (c && c->free_deferred)
+        c = NULL; /* cannot happen: the application's handle is NULL */
+    if (c && c->pending) {
+        c->free_deferred = 1;
+        p2p.stats.frees_deferred++;
+        *comm = MPI_COMM_NULL;
+        return MPI_SUCCESS;
+    }
+    if (c)
+        drop(c);
+    return PMPI_Comm_free(comm);
+}
+
+int hb_p2p_comm_disconnect(MPI_Comm *comm)
+{
+    HB_P2P_ROUTE(comm_disconnect);
+    struct p2p_comm *c = comm ? find(*comm) : NULL;
+    while (c && c->pending) /* disconnect waits for pending traffic */
+        hb_progress_yield(NULL);
+    if (c)
+        drop(c);
+    return PMPI_Comm_disconnect(comm);
+}
+
+void hb_p2p_comm_free_all(void)
+{
+    struct p2p_comm *c, *tmp;
+    HASH_ITER(hh, p2p.comms, c, tmp)
+    drop(c);
+}
+
+/* Part 1 sends no markers: MPI_TAG_UB is MPI's own (one less under the
+ * route test, which checks that the queries subtract). */
+int hb_p2p_tag_ub_hidden(void)
+{
+    return hb_p2p_route.on;
+}

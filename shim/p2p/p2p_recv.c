@@ -1,0 +1,270 @@
+/* Receive calls: on a pulled communicator hotbuf posts the receive in
+ * its matcher; elsewhere PMPI, with the receive remembered where the
+ * communicator may enter pull later (after:N) so it can be migrated. */
+#include <stdlib.h>
+
+#include "p2p_int.h"
+
+#if MPI_VERSION >= 4
+#define PMPI_C(fn) fn##_c
+#else
+#define PMPI_C(fn) fn
+#endif
+
+/* A hotbuf receive on pulled c, not yet posted.  NULL: out of memory. */
+static struct p2p_req *new_recv(struct p2p_comm *c, void *buf, MPI_Count count,
+                                MPI_Datatype type, int source, int tag)
+{
+    struct p2p_req *r = hb_p2p_req_new();
+    if (r) {
+        hb_p2p_req_set_args(r, buf, count, type, source, tag);
+        r->comm = c->comm;
+    }
+    return r;
+}
+
+/* The hotbuf receive for a receive-side call on comm, or NULL: the call
+ * goes to PMPI (MPI_PROC_NULL matches nothing; comm not pulled). */
+static struct p2p_req *managed(MPI_Comm comm, void *buf, MPI_Count count,
+                               MPI_Datatype type, int source, int tag,
+                               struct p2p_comm **cp)
+{
+    *cp = source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
+    return *cp ? new_recv(*cp, buf, count, type, source, tag) : NULL;
+}
+
+/* A blocking receive-side call: post, wait, hand over the status. */
+static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
+{
+    r->blocking = 1;
+    hb_p2p_req_post(c, r);
+    hb_p2p_req_block(r);
+    return hb_p2p_req_complete(r, NULL, st);
+}
+
+int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                int tag, MPI_Comm comm, MPI_Status *st)
+{
+    HB_P2P_ROUTE(recv);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
+    if (!r)
+        return PMPI_C(PMPI_Recv)(buf, count, type, source, tag, comm, st);
+    return block_on(c, r, st);
+}
+
+/* An MPI receive on a communicator that may enter pull later. */
+static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
+                  int source, int tag, MPI_Comm comm)
+{
+    struct p2p_comm *c;
+    struct p2p_req *r;
+    if (p2p.mode != P2P_MODE_AFTER || source == MPI_PROC_NULL ||
+        !(c = hb_p2p_comm_get(comm)) || c->state != COMM_NORMAL ||
+        !(r = hb_p2p_req_new()))
+        return;
+    hb_p2p_req_set_args(r, buf, count, type, source, tag);
+    r->handle = h;
+    r->comm = comm;
+    r->c = c;
+    r->state = RQ_PMPI;
+    r->seq = ++p2p.seq;
+    hb_p2p_req_insert(r);
+}
+
+int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                 int tag, MPI_Comm comm, MPI_Request *req)
+{
+    HB_P2P_ROUTE(irecv);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
+    if (r && hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        r = NULL;
+    }
+    if (!r) {
+        int rc = PMPI_C(PMPI_Irecv)(buf, count, type, source, tag, comm, req);
+        if (rc == MPI_SUCCESS)
+            track(*req, buf, count, type, source, tag, comm);
+        return rc;
+    }
+    hb_p2p_req_insert(r);
+    hb_p2p_req_post(c, r);
+    *req = r->handle;
+    return MPI_SUCCESS;
+}
+
+/* Persistent receives keep MPI's handle; each Start decides where the
+ * receive goes. */
+int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                     int tag, MPI_Comm comm, MPI_Request *req)
+{
+    HB_P2P_ROUTE(recv_init);
+    struct p2p_comm *c;
+    struct p2p_req *r;
+    int rc = PMPI_C(PMPI_Recv_init)(buf, count, type, source, tag, comm, req);
+    if (rc != MPI_SUCCESS || source == MPI_PROC_NULL ||
+        !(c = hb_p2p_comm_get(comm)) || c->state == COMM_OFF ||
+        !(r = hb_p2p_req_new()))
+        return rc;
+    hb_p2p_req_set_args(r, buf, count, type, source, tag);
+    r->handle = *req;
+    r->comm = comm;
+    r->c = c;
+    r->persistent = 1;
+    r->state = RQ_INACTIVE;
+    hb_p2p_req_insert(r);
+    return rc;
+}
+
+int hb_p2p_start(MPI_Request *req)
+{
+    HB_P2P_ROUTE(start);
+    struct p2p_req *r = hb_p2p_req_find(*req);
+    struct p2p_comm *c;
+    if (!r || !r->persistent || r->state != RQ_INACTIVE)
+        return PMPI_Start(req); /* MPI raises what must be raised */
+    c = hb_p2p_comm_recv_call(r->comm);
+    if (c) {
+        r->seq = 0;
+        hb_p2p_req_post(c, r);
+        return MPI_SUCCESS;
+    }
+    int rc = PMPI_Start(req);
+    if (rc == MPI_SUCCESS && r->c && r->c->state == COMM_NORMAL) {
+        r->state = RQ_PMPI;
+        r->seq = ++p2p.seq;
+    }
+    return rc;
+}
+
+/* Startall is Start on each, in order (MPI-4.0 §3.9). */
+int hb_p2p_startall(int n, MPI_Request reqs[])
+{
+    HB_P2P_ROUTE(startall);
+    int rc = MPI_SUCCESS;
+    for (int i = 0; i < n && rc == MPI_SUCCESS; i++)
+        rc = hb_p2p_start(&reqs[i]);
+    return rc;
+}
+
+int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
+                    int dest, int stag, void *rbuf, MPI_Count rcount,
+                    MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                    MPI_Status *st)
+{
+    HB_P2P_ROUTE(sendrecv);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
+    int rc;
+    if (!r)
+        return PMPI_C(PMPI_Sendrecv)(sbuf, scount, stype, dest, stag, rbuf,
+                                     rcount, rtype, source, rtag, comm, st);
+    rc = PMPI_C(PMPI_Isend)(sbuf, scount, stype, dest, stag, comm, &r->sreq);
+    if (rc != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        return rc;
+    }
+    return block_on(c, r, st);
+}
+
+/* The send half of a _replace call: packed first, as MPI does, since the
+ * receive overwrites the buffer. */
+static int isend_packed(struct p2p_req *r, const void *buf, MPI_Count count,
+                        MPI_Datatype type, int dest, int tag, MPI_Comm comm)
+{
+    int size = 0, pos = 0, rc = PMPI_Pack_size((int)count, type, comm, &size);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    if (!(r->tmp = malloc(size ? (size_t)size : 1)))
+        return MPI_ERR_NO_MEM;
+    rc = PMPI_Pack(buf, (int)count, type, r->tmp, size, &pos, comm);
+    if (rc != MPI_SUCCESS)
+        return rc;
+    return PMPI_Isend(r->tmp, pos, MPI_PACKED, dest, tag, comm, &r->sreq);
+}
+
+int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
+                            int dest, int stag, int source, int rtag,
+                            MPI_Comm comm, MPI_Status *st)
+{
+    HB_P2P_ROUTE(sendrecv_replace);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
+    int rc;
+    if (!r)
+        return PMPI_C(PMPI_Sendrecv_replace)(buf, count, type, dest, stag,
+                                             source, rtag, comm, st);
+    rc = isend_packed(r, buf, count, type, dest, stag, comm);
+    if (rc != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        return rc;
+    }
+    return block_on(c, r, st);
+}
+
+/* Nonblocking forms: one hotbuf request for both halves. */
+static int isendrecv_post(struct p2p_comm *c, struct p2p_req *r,
+                          MPI_Request *req)
+{
+    int rc = hb_p2p_req_pool_handle(r);
+    if (rc != MPI_SUCCESS) {
+        if (r->sreq != MPI_REQUEST_NULL)
+            PMPI_Wait(&r->sreq, MPI_STATUS_IGNORE);
+        hb_p2p_req_release(r);
+        return rc;
+    }
+    hb_p2p_req_insert(r);
+    hb_p2p_req_post(c, r);
+    *req = r->handle;
+    return MPI_SUCCESS;
+}
+
+int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
+                     int dest, int stag, void *rbuf, MPI_Count rcount,
+                     MPI_Datatype rtype, int source, int rtag, MPI_Comm comm,
+                     MPI_Request *req)
+{
+    HB_P2P_ROUTE(isendrecv);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
+    int rc;
+    if (!r) {
+#if MPI_VERSION >= 4
+        return PMPI_C(PMPI_Isendrecv)(sbuf, scount, stype, dest, stag, rbuf,
+                                      rcount, rtype, source, rtag, comm, req);
+#else
+        return MPI_ERR_INTERN; /* not bound: MPI-3 has no Isendrecv */
+#endif
+    }
+    rc = PMPI_C(PMPI_Isend)(sbuf, scount, stype, dest, stag, comm, &r->sreq);
+    if (rc != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        return rc;
+    }
+    return isendrecv_post(c, r, req);
+}
+
+int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
+                             int dest, int stag, int source, int rtag,
+                             MPI_Comm comm, MPI_Request *req)
+{
+    HB_P2P_ROUTE(isendrecv_replace);
+    struct p2p_comm *c;
+    struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
+    int rc;
+    if (!r) {
+#if MPI_VERSION >= 4
+        return PMPI_C(PMPI_Isendrecv_replace)(buf, count, type, dest, stag,
+                                              source, rtag, comm, req);
+#else
+        return MPI_ERR_INTERN;
+#endif
+    }
+    rc = isend_packed(r, buf, count, type, dest, stag, comm);
+    if (rc != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        return rc;
+    }
+    return isendrecv_post(c, r, req);
+}

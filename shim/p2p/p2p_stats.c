@@ -1,0 +1,83 @@
+/* The point-to-point section of the report (see p2p_stats.h). */
+#include <string.h>
+
+#include "p2p_stats.h"
+
+_Static_assert(sizeof(struct hb_p2p_summary) % 8 == 0,
+               "records concatenate unpadded");
+
+static const char *const off_names[] = {HB_P2P_OFF_REASONS(HB_REPORT_NAME)};
+
+/* Sums every counter; the high-water mark is the largest of any rank. */
+static void merge(void *acc, const void *rec)
+{
+    struct hb_p2p_summary *a = acc;
+    const struct hb_p2p_summary *r = rec;
+    uint64_t hwm = a->unexp_hwm > r->unexp_hwm ? a->unexp_hwm : r->unexp_hwm;
+    uint64_t *av = acc;
+    const uint64_t *rv = rec;
+    for (size_t i = 0; i < sizeof(*a) / sizeof(uint64_t); i++)
+        av[i] += rv[i];
+    a->unexp_hwm = hwm;
+}
+
+static void render_text(FILE *out, const void *acc, const struct hb_report *r)
+{
+    const struct hb_p2p_summary *m = acc;
+    (void)r;
+    if (!m->comms_seen)
+        return;
+    fprintf(out,
+            "point-to-point: %llu communicator(s) x ranks, %llu pulled "
+            "(hotbuf matches); not pulled: ",
+            (unsigned long long)m->comms_seen,
+            (unsigned long long)m->comms_pulled);
+    hb_report_text_counts(out, m->comms_off, 0, HB_P2P_NREASONS, off_names);
+    fprintf(out,
+            "\n  %llu message(s) claimed from MPI (%llu to a posted receive), "
+            "unexpected store up to %llu on a rank\n",
+            (unsigned long long)m->claimed,
+            (unsigned long long)m->matched_posted,
+            (unsigned long long)m->unexp_hwm);
+    if (m->migrated || m->migrate_matched)
+        fprintf(out,
+                "  %llu pending receive(s) migrated into pull, %llu already "
+                "matched by MPI\n",
+                (unsigned long long)m->migrated,
+                (unsigned long long)m->migrate_matched);
+    if (m->truncated || m->frees_deferred)
+        fprintf(out,
+                "  %llu truncated receive(s), %llu Comm_free(s) deferred\n",
+                (unsigned long long)m->truncated,
+                (unsigned long long)m->frees_deferred);
+}
+
+static void render_json(FILE *out, const void *acc, const struct hb_report *r)
+{
+    const struct hb_p2p_summary *m = acc;
+    (void)r;
+    fprintf(
+        out,
+        "{\"comms\": %llu, \"pulled\": %llu, \"claimed\": %llu, "
+        "\"claimed_bytes\": %llu, \"matched_posted\": %llu, "
+        "\"migrated\": %llu, \"migrate_matched\": %llu, "
+        "\"unexpected_hwm\": %llu, \"probes\": %llu, \"mprobes\": %llu, "
+        "\"truncated\": %llu, \"frees_deferred\": %llu, \"off\": ",
+        (unsigned long long)m->comms_seen, (unsigned long long)m->comms_pulled,
+        (unsigned long long)m->claimed, (unsigned long long)m->claimed_bytes,
+        (unsigned long long)m->matched_posted, (unsigned long long)m->migrated,
+        (unsigned long long)m->migrate_matched,
+        (unsigned long long)m->unexp_hwm,
+        (unsigned long long)m->probes_answered, (unsigned long long)m->mprobes,
+        (unsigned long long)m->truncated,
+        (unsigned long long)m->frees_deferred);
+    hb_report_json_counts(out, m->comms_off, 0, HB_P2P_NREASONS, off_names);
+    fprintf(out, "}");
+}
+
+/* clang-format off */
+const struct hb_report_section hb_p2p_section = {
+    .name = "p2p", .record_size = sizeof(struct hb_p2p_summary),
+    .merge = merge, .render_text = render_text, .render_json = render_json,
+};
+/* clang-format on */
