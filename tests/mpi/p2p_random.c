@@ -44,6 +44,7 @@
 #define BSEND_MAX 16384  /* ints per buffered message */
 #define BSEND_POOL (16 << 20)
 #define MAXOPS 256
+#define TRUNC_MAX 1000   /* ints: 4000 bytes, eager on every transport here */
 
 /* ---- the schedule's random numbers ------------------------------------------ */
 
@@ -208,8 +209,10 @@ static int gen_channel(rng_t *r, const sched_t *s, int src, int dst, op_t *out)
         o->kind = o->early ? rnd(r, 2) : R_RECV + rnd(r, R_NKINDS - R_RECV);
         o->t3 = rnd(r, 6) == 0;
         /* Not to itself: Open MPI 4.1 writes a truncated self-message past
-         * the receive buffer (the whole message; MPICH does not). */
-        o->trunc = m->count > 0 && rnd(r, 8) == 0 && m->src != m->dst;
+         * the receive buffer (the whole message; MPICH does not).  Nor
+         * beyond the eager size: over TCP its rendezvous into a truncated
+         * buffer fails with "Bad address" or corrupts the heap. */
+        o->trunc = m->count > 0 && rnd(r, 8) == 0 && m->src != m->dst && m->count <= TRUNC_MAX;
         int ints = o->trunc ? rnd(r, m->count) : m->count + rnd(r, 5);
         o->cap = o->t3 ? (o->trunc ? ints / 3 : (ints + 2) / 3) : ints;
         o->ignore = !o->trunc && rnd(r, 5) == 0;
@@ -302,6 +305,7 @@ typedef struct {
     MPI_Request req;
     MPI_Message msg;
     int done;
+    unsigned long h; /* the digest of its record */
 } live_t;
 
 static MPI_Datatype op_type(const op_t *o)
@@ -330,8 +334,9 @@ static void record(result_t *res, const sched_t *s, int k, const op_t *o, live_t
     }
     int rec[9] = {k, o->kind, src, tag, count, elements, cancelled, cls, o->ignore};
     unsigned long hb = digest(l->buf, l->bytes);
-    res->h = digest_more(res->h, rec, sizeof(rec));
-    res->h = digest_more(res->h, &hb, sizeof(hb));
+    /* Folded into the rank's digest in program order at the end of the
+     * phase: completion order (Waitany, Testsome) is not deterministic. */
+    l->h = digest_more(digest(rec, sizeof(rec)), &hb, sizeof(hb));
     res->received++;
     if (trace)
         printf("trace seed %lu phase %d op %d: kind %d src %d tag %d count %d elements %d "
@@ -756,6 +761,7 @@ static void run_phase(result_t *res, int wrank, int wsize)
     complete_rest(&c, &pd, &local);
     if (comm != MPI_COMM_WORLD && !free_early) check(MPI_Comm_free(&comm), "Comm_free");
     for (int k = 0; k < s.nop; k++) {
+        res->h = digest_more(res->h, &live[k].h, sizeof(live[k].h));
         if (!live[k].done) {
             res->errors++;
             fprintf(stderr, "p2p_random: seed %lu phase %d op %d never completed\n", res->seed,
