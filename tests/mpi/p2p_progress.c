@@ -30,13 +30,16 @@ static int my_rank;
 static void watchdog(int sig)
 {
     (void)sig;
-    static const char *where[] = {"starting", "posting receives", "in the collective",
-                                  "sending (Ssend)", "sending (4 MiB Send)", "completing",
-                                  "finishing"};
+    static const char *where[] = {
+        "starting",        "posting receives",     "in the collective",
+        "sending (Ssend)", "sending (4 MiB Send)", "completing",
+        "finishing"};
     char line[160];
-    int n = snprintf(line, sizeof(line), "p2p_progress: HANG: rank %d still %s\n", my_rank,
-                     where[stage]);
-    if (write(2, line, (size_t)n) < 0) _exit(4);
+    int n =
+        snprintf(line, sizeof(line), "p2p_progress: HANG: rank %d still %s\n",
+                 my_rank, where[stage]);
+    if (write(2, line, (size_t)n) < 0)
+        _exit(4);
     _exit(4);
 }
 
@@ -85,7 +88,8 @@ static unsigned long round_trip(int round, int collective, int *big, int *small)
         h = digest_more(digest(rec, sizeof(rec)), small, SMALL * sizeof(int));
         h = digest_more(h, big, BIG);
     }
-    if (collective && sum != size) h ^= 1; /* a wrong sum shows in the digest */
+    if (collective && sum != size)
+        h ^= 1; /* a wrong sum shows in the digest */
     return h;
 }
 
@@ -94,9 +98,13 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &my_rank);
     int collective = argc > 1 && strcmp(argv[1], "allreduce") == 0;
-    int rounds = argc > 2 ? atoi(argv[2]) : 3, secs = argc > 3 ? atoi(argv[3]) : 60;
+    int rounds = argc > 2 ? atoi(argv[2]) : 3,
+        secs = argc > 3 ? atoi(argv[3]) : 60;
     if (argc < 2 || (!collective && strcmp(argv[1], "barrier") != 0)) {
-        if (my_rank == 0) fprintf(stderr, "usage: p2p_progress allreduce|barrier [ROUNDS] [SECONDS]\n");
+        if (my_rank == 0)
+            fprintf(
+                stderr,
+                "usage: p2p_progress allreduce|barrier [ROUNDS] [SECONDS]\n");
         MPI_Finalize();
         return 2;
     }
@@ -112,7 +120,8 @@ int main(int argc, char **argv)
     unsigned long all = 0;
     MPI_Reduce(&h, &all, 1, MPI_UNSIGNED_LONG, MPI_BXOR, 0, MPI_COMM_WORLD);
     if (my_rank == 0)
-        printf("p2p_progress %s: %d rounds, digest %016lx\n", argv[1], rounds, all);
+        printf("p2p_progress %s: %d rounds, digest %016lx\n", argv[1], rounds,
+               all);
     alarm(0);
     free(big), free(small);
     MPI_Finalize();
