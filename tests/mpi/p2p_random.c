@@ -649,6 +649,7 @@ enum {
     C_WAITSOME,
     C_TESTSOME,
     C_WAIT,
+    C_GET_STATUS, /* MPI_Request_get_status until done, then MPI_Wait frees */
     C_NMETHODS
 };
 
@@ -729,6 +730,16 @@ static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
                     rq[idx[i]] = MPI_REQUEST_NULL;
             }
             done += out;
+        }
+        break;
+    case C_GET_STATUS:
+        for (int i = 0; i < n; i++) {
+            for (flag = 0; !flag;)
+                check(MPI_Request_get_status(
+                          rq[i], &flag, ignore ? MPI_STATUS_IGNORE : &st[0]),
+                      "Request_get_status");
+            check(MPI_Wait(&rq[i], MPI_STATUS_IGNORE), "Wait");
+            completed(c, &p[i], ignore ? NULL : &st[0], MPI_SUCCESS);
         }
         break;
     case C_WAIT:
