@@ -6,7 +6,7 @@
 #   p2p_progress  receives completed while the receiver sits in Allreduce
 #                 or Barrier; and that it catches a receive side without
 #                 progress inside MPI (tests/broken/lazy_recv.c)
-P2P_SEEDS=${P2P_SEEDS:-200}
+P2P_SEEDS=${P2P_SEEDS:-300}
 
 # p2p_random_check NAME FLAVOUR NRANKS: plain (its own checks), then each
 # pull mode against it, line by line.

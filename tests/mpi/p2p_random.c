@@ -41,7 +41,7 @@
 #define NTAGS 4
 #define PHASES 3
 #define CANCEL_TAG 30000 /* no message ever carries it */
-#define CSEND_TAG 30001  /* the send that is cancelled */
+#define CSEND_TAG 20000  /* + phase number: the send that is cancelled */
 #define CFLAG_TAG 30002  /* "was it cancelled" */
 #define BSEND_MAX 16384  /* ints per buffered message */
 #define BSEND_POOL (16 << 20)
@@ -797,6 +797,170 @@ static void complete_rest(ctx_t *c, pending_t *pd, rng_t *r)
     }
 }
 
+/* ---- wildcard fan-in: where MPI leaves the matching open -------------------- */
+
+/* Every rank sends a few messages (tag = its sequence number) to one root,
+ * which takes them all with MPI_ANY_SOURCE/MPI_ANY_TAG receives of mixed
+ * kinds.  Which receive gets which message is up to the MPI, so the digest
+ * is of the set received, sorted by (source, tag); what MPI does fix is
+ * checked: per sender, receives in posting order get its messages in
+ * sending order (tags 0, 1, 2, ...), each exactly once, intact.  On its
+ * own communicator, so nothing else can match. */
+static MPI_Comm fanin_comm;
+
+#define FAN_MAX 22000 /* ints */
+
+typedef struct {
+    int src, tag, count;
+    unsigned long h;
+} fan_rec_t;
+
+static int fan_cmp(const void *a, const void *b)
+{
+    const fan_rec_t *x = a, *y = b;
+    return x->src != y->src ? x->src - y->src : x->tag - y->tag;
+}
+
+static int fan_count(rng_t *w)
+{
+    return rnd(w, 10) == 0 ? 2000 + rnd(w, 20000) : 1 + rnd(w, 16);
+}
+
+static void fan_send(result_t *res, int root, int k, int cnt, int mode,
+                     int *buf, MPI_Request *q)
+{
+    int me;
+    MPI_Comm_rank(fanin_comm, &me);
+    for (int i = 0; i < cnt; i++)
+        buf[i] = word(res->seed, res->phase, 5000 + me * 4 + k, i);
+    if (mode == 1)
+        check(MPI_Issend(buf, cnt, MPI_INT, root, k, fanin_comm, q), "Issend");
+    else if (mode == 2 && cnt <= BSEND_MAX)
+        check(MPI_Ibsend(buf, cnt, MPI_INT, root, k, fanin_comm, q), "Ibsend");
+    else
+        check(MPI_Isend(buf, cnt, MPI_INT, root, k, fanin_comm, q), "Isend");
+}
+
+/* One wildcard receive of kind 0 Irecv, 1 Recv, 2 Probe+Recv, 3 Improbe+Mrecv. */
+static void fan_recv(int kind, int *buf, MPI_Request *q, MPI_Status *st)
+{
+    MPI_Status pst;
+    MPI_Message msg;
+    int flag = 0;
+    *q = MPI_REQUEST_NULL;
+    switch (kind) {
+    case 0:
+        check(MPI_Irecv(buf, FAN_MAX, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                        fanin_comm, q),
+              "Irecv");
+        break;
+    case 1:
+        check(MPI_Recv(buf, FAN_MAX, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG,
+                       fanin_comm, st),
+              "Recv");
+        break;
+    case 2:
+        check(MPI_Probe(MPI_ANY_SOURCE, MPI_ANY_TAG, fanin_comm, &pst),
+              "Probe");
+        check(MPI_Recv(buf, FAN_MAX, MPI_INT, pst.MPI_SOURCE, pst.MPI_TAG,
+                       fanin_comm, st),
+              "Recv");
+        break;
+    default:
+        while (!flag)
+            check(MPI_Improbe(MPI_ANY_SOURCE, MPI_ANY_TAG, fanin_comm, &flag,
+                              &msg, &pst),
+                  "Improbe");
+        check(MPI_Mrecv(buf, FAN_MAX, MPI_INT, &msg, st), "Mrecv");
+        break;
+    }
+}
+
+static void fan_check(result_t *res, fan_rec_t *rec, int total, const int *per,
+                      int size)
+{
+    int next[64] = {0};
+    for (int j = 0; j < total; j++) {
+        fan_rec_t *r = &rec[j];
+        int ok = r->src >= 0 && r->src < size && r->tag == next[r->src] &&
+                 r->tag < per[r->src];
+        if (ok)
+            next[r->src]++;
+        if (!ok) {
+            res->errors++;
+            fprintf(
+                stderr,
+                "p2p_random: seed %lu phase %d fan-in receive %d: got source %d tag %d, "
+                "expected that source's message %d\n",
+                res->seed, res->phase, j, r->src, r->tag,
+                r->src >= 0 && r->src < size ? next[r->src] : -1);
+        }
+    }
+}
+
+static void fan_in(result_t *res, rng_t *w, int wrank, int wsize)
+{
+    int root = rnd(w, wsize), per[64], cnt[64][3], mode[64][3], total = 0;
+    for (int i = 0; i < wsize; i++) {
+        per[i] = rnd(w, 4), total += per[i];
+        for (int k = 0; k < 3; k++)
+            cnt[i][k] = fan_count(w), mode[i][k] = rnd(w, 3);
+    }
+    int kinds[3 * 64];
+    for (int j = 0; j < total; j++)
+        kinds[j] = rnd(w, 4);
+    int *sbuf[3] = {0};
+    MPI_Request sq[3];
+    for (int k = 0; k < per[wrank]; k++) {
+        sbuf[k] = malloc(sizeof(int) * (size_t)cnt[wrank][k]);
+        fan_send(res, root, k, cnt[wrank][k], mode[wrank][k], sbuf[k], &sq[k]);
+    }
+    if (wrank == root) {
+        int *rbuf = malloc(sizeof(int) * FAN_MAX * (size_t)(total ? total : 1));
+        MPI_Request rq[3 * 64];
+        MPI_Status st[3 * 64];
+        fan_rec_t rec[3 * 64];
+        for (int j = 0; j < total; j++)
+            fan_recv(kinds[j], rbuf + (size_t)j * FAN_MAX, &rq[j], &st[j]);
+        for (int j = 0; j < total; j++) /* blocking ones keep their status */
+            if (rq[j] != MPI_REQUEST_NULL)
+                check(MPI_Wait(&rq[j], &st[j]), "Wait");
+        for (int j = 0; j < total; j++) {
+            int *b = rbuf + (size_t)j * FAN_MAX, src = st[j].MPI_SOURCE,
+                tag = st[j].MPI_TAG;
+            rec[j] = (fan_rec_t){src, tag, -1, 0};
+            MPI_Get_count(&st[j], MPI_INT, &rec[j].count);
+            rec[j].h = digest(
+                b, sizeof(int) * (size_t)(rec[j].count > 0 ? rec[j].count : 0));
+            int good = src >= 0 && src < wsize && tag >= 0 && tag < 3 &&
+                       rec[j].count == cnt[src][tag];
+            for (int i = 0; good && i < rec[j].count; i++)
+                good = b[i] ==
+                       word(res->seed, res->phase, 5000 + src * 4 + tag, i);
+            if (!good) {
+                res->errors++;
+                fprintf(
+                    stderr,
+                    "p2p_random: seed %lu phase %d fan-in receive %d: wrong data\n",
+                    res->seed, res->phase, j);
+            }
+        }
+        fan_check(res, rec, total, per, wsize);
+        qsort(rec, (size_t)total, sizeof(rec[0]), fan_cmp);
+        for (int j = 0; j < total; j++) { /* field by field: no padding */
+            int f[3] = {rec[j].src, rec[j].tag, rec[j].count};
+            res->h = digest_more(res->h, f, sizeof(f));
+            res->h = digest_more(res->h, &rec[j].h, sizeof(rec[j].h));
+        }
+        res->received += total;
+        free(rbuf);
+    }
+    for (int k = 0; k < per[wrank]; k++) {
+        check(MPI_Wait(&sq[k], MPI_STATUS_IGNORE), "Wait");
+        free(sbuf[k]);
+    }
+}
+
 /* ---- a phase ------------------------------------------------------------------------ */
 
 enum { K_WORLD, K_DUP, K_SPLIT, K_SPLIT_DUP, K_NKINDS };
@@ -829,39 +993,44 @@ static MPI_Comm phase_comm(rng_t *w, int wrank, int wsize, int *color)
     return c;
 }
 
-/* A send that is cancelled; if the MPI could not cancel it, it is received. */
+/* A send that is cancelled; if the MPI could not cancel it, it is received.
+ * On a communicator of its own: a rank still in this phase's wildcard
+ * receives must not see it. */
+static MPI_Comm cancel_comm;
+
 static void cancel_send(result_t *res, rng_t *w, int wrank, int wsize)
 {
     int src = rnd(w, wsize), dst = rnd(w, wsize), data[8], got[8],
         cancelled = 0, flag;
+    /* A fresh tag per phase: a send the MPI said it cancelled but
+     * delivered anyway can never match a later phase's receive. */
+    int ctag = CSEND_TAG +
+               (int)((res->seed * PHASES + (unsigned long)res->phase) % 10000);
     MPI_Request q, fq;
     MPI_Status st;
     for (int i = 0; i < 8; i++)
         data[i] = word(res->seed, res->phase, 9999, i);
     if (wrank == src) {
-        check(MPI_Isend(data, 8, MPI_INT, dst, CSEND_TAG, MPI_COMM_WORLD, &q),
-              "Isend");
+        check(MPI_Isend(data, 8, MPI_INT, dst, ctag, cancel_comm, &q), "Isend");
         check(MPI_Cancel(&q), "Cancel");
         check(MPI_Wait(&q, &st), "Wait");
         MPI_Test_cancelled(&st, &cancelled);
-        check(MPI_Isend(&cancelled, 1, MPI_INT, dst, CFLAG_TAG, MPI_COMM_WORLD,
-                        &fq),
-              "Isend");
+        check(
+            MPI_Isend(&cancelled, 1, MPI_INT, dst, CFLAG_TAG, cancel_comm, &fq),
+            "Isend");
     }
     if (wrank == dst) {
         int c;
-        check(MPI_Recv(&c, 1, MPI_INT, src, CFLAG_TAG, MPI_COMM_WORLD,
+        check(MPI_Recv(&c, 1, MPI_INT, src, CFLAG_TAG, cancel_comm,
                        MPI_STATUS_IGNORE),
               "Recv");
         int ok = 1;
         if (c) { /* it must never arrive */
-            check(MPI_Iprobe(src, CSEND_TAG, MPI_COMM_WORLD, &flag, &st),
-                  "Iprobe");
+            check(MPI_Iprobe(src, ctag, cancel_comm, &flag, &st), "Iprobe");
             ok = !flag;
         } else {
-            check(
-                MPI_Recv(got, 8, MPI_INT, src, CSEND_TAG, MPI_COMM_WORLD, &st),
-                "Recv");
+            check(MPI_Recv(got, 8, MPI_INT, src, ctag, cancel_comm, &st),
+                  "Recv");
             ok = memcmp(got, data, sizeof(got)) == 0;
         }
         if (!ok) {
@@ -980,7 +1149,10 @@ static void run_phase(result_t *res, int wrank, int wsize)
     for (int i = 0; i < s.nmsg; i++)
         free(sbuf[i]);
     free(s.msg);
-    /* 6: a cancelled send, on MPI_COMM_WORLD */
+    /* 6: wildcard receives from every rank, on a communicator of their own */
+    if (rnd(&w, 2) == 0)
+        fan_in(res, &w, wrank, wsize);
+    /* 7: a cancelled send */
     if (rnd(&w, 3) == 0)
         cancel_send(res, &w, wrank, wsize);
     check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
@@ -1006,6 +1178,8 @@ int main(int argc, char **argv)
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Type_contiguous(3, MPI_INT, &t3_type);
     MPI_Type_commit(&t3_type);
+    MPI_Comm_dup(MPI_COMM_WORLD, &fanin_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &cancel_comm);
     void *pool = malloc(BSEND_POOL);
     MPI_Buffer_attach(pool, BSEND_POOL);
     int bad_seeds = 0;
@@ -1034,6 +1208,8 @@ int main(int argc, char **argv)
     MPI_Buffer_detach(&pool, &sz);
     free(pool);
     MPI_Type_free(&t3_type);
+    MPI_Comm_free(&fanin_comm);
+    MPI_Comm_free(&cancel_comm);
     MPI_Finalize();
     return bad_seeds ? 1 : 0;
 }
