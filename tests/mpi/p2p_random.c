@@ -23,7 +23,20 @@
  *            tag than there are messages with it), then ANY_TAG ones.
  * The program computes which message each receive must get and checks it
  * ("errors" in the line); a wrong match under plain MPI means this design
- * is wrong, under hotbuf that hotbuf is.
+ * is wrong, under hotbuf that hotbuf is.  Where MPI does leave the match
+ * open (the fan-in: ANY_SOURCE receives while every rank sends), the digest
+ * is of the set received and the check is what MPI fixes (per sender,
+ * sending order).  Each phase ends in a barrier, and the fan-in and the
+ * cancelled sends have communicators of their own, so no wildcard receive
+ * can take another step's message.  Left out as undefined by MPI: a
+ * truncated receive's count and buffer, a cancelled receive's source/tag.
+ *
+ * Left out as Open MPI 4.1 bugs (seen here): truncating a message to self
+ * (overwrites past the buffer) or of rendezvous size over TCP ("Bad
+ * address", heap corruption); raising a truncation on a request whose
+ * communicator was freed (aborts); the handle of a persistent request that
+ * completed with an error is freed by the MPI (so only what is left is
+ * freed here).
  *
  * Why it cannot deadlock: blocking Send/Ssend/Rsend go only to channels
  * whose receives are all posted nonblocking before any send (Rsend after a
