@@ -6,8 +6,9 @@
  * from the seed alone (no communication to agree on it) and runs it: sends
  * of every mode, receives of every kind posted before and after the sends,
  * probes, matched probes, cancels, persistent requests, mixed completion
- * arrays, dup'd and split communicators freed with traffic pending, and
- * truncated receives under MPI_ERRORS_RETURN.  Rank 0 prints one line per
+ * arrays, dup'd and split communicators freed with traffic pending,
+ * truncated receives under MPI_ERRORS_RETURN, wildcard fan-ins, Sendrecv
+ * and Sendrecv_replace.  Rank 0 prints one line per
  * seed with every rank's digest of what its receives saw (in program order,
  * never completion order): source, tag, count, elements, cancelled, error
  * class and the buffer.  The test runner compares the lines with and
@@ -913,7 +914,7 @@ static void fan_check(result_t *res, fan_rec_t *rec, int total, const int *per,
 
 static void fan_in(result_t *res, rng_t *w, int wrank, int wsize)
 {
-    int root = rnd(w, wsize), per[64], cnt[64][3], mode[64][3], total = 0;
+    int root = rnd(w, wsize), per[64] = {0}, cnt[64][3], mode[64][3], total = 0;
     for (int i = 0; i < wsize; i++) {
         per[i] = rnd(w, 4), total += per[i];
         for (int k = 0; k < 3; k++)
@@ -972,6 +973,49 @@ static void fan_in(result_t *res, rng_t *w, int wrank, int wsize)
         check(MPI_Wait(&sq[k], MPI_STATUS_IGNORE), "Wait");
         free(sbuf[k]);
     }
+}
+
+/* ---- Sendrecv and Sendrecv_replace around a ring -------------------------------- */
+
+static MPI_Comm ring_comm; /* of its own: no wildcard elsewhere can match */
+
+static void ring(result_t *res, rng_t *w, int wrank, int wsize)
+{
+    int right = (wrank + 1) % wsize, left = (wrank + wsize - 1) % wsize;
+    int n = fan_count(w), replace = rnd(w, 2), tag = rnd(w, 100);
+    int *out = malloc(sizeof(int) * (size_t)n),
+        *in = malloc(sizeof(int) * (size_t)n);
+    MPI_Status st;
+    for (int i = 0; i < n; i++)
+        out[i] = word(res->seed, res->phase, 6000 + wrank, i), in[i] = -1;
+    if (replace) {
+        check(MPI_Sendrecv_replace(out, n, MPI_INT, right, tag, left, tag,
+                                   ring_comm, &st),
+              "Sendrecv_replace");
+        memcpy(in, out, sizeof(int) * (size_t)n);
+    } else {
+        check(MPI_Sendrecv(out, n, MPI_INT, right, tag, in, n, MPI_INT, left,
+                           tag, ring_comm, &st),
+              "Sendrecv");
+    }
+    int count, ok = st.MPI_SOURCE == left && st.MPI_TAG == tag;
+    MPI_Get_count(&st, MPI_INT, &count);
+    ok = ok && count == n;
+    for (int i = 0; ok && i < n; i++)
+        ok = in[i] == word(res->seed, res->phase, 6000 + left, i);
+    if (!ok) {
+        res->errors++;
+        fprintf(
+            stderr,
+            "p2p_random: seed %lu phase %d: %s from rank %d arrived wrong\n",
+            res->seed, res->phase, replace ? "Sendrecv_replace" : "Sendrecv",
+            left);
+    }
+    int rec[4] = {st.MPI_SOURCE, st.MPI_TAG, count, replace};
+    res->h = digest_more(res->h, rec, sizeof(rec));
+    res->h = digest_more(res->h, in, sizeof(int) * (size_t)n);
+    res->received++;
+    free(out), free(in);
 }
 
 /* ---- a phase ------------------------------------------------------------------------ */
@@ -1165,7 +1209,10 @@ static void run_phase(result_t *res, int wrank, int wsize)
     /* 6: wildcard receives from every rank, on a communicator of their own */
     if (rnd(&w, 2) == 0)
         fan_in(res, &w, wrank, wsize);
-    /* 7: a cancelled send */
+    /* 7: Sendrecv around a ring */
+    if (rnd(&w, 2) == 0)
+        ring(res, &w, wrank, wsize);
+    /* 8: a cancelled send */
     if (rnd(&w, 3) == 0)
         cancel_send(res, &w, wrank, wsize);
     check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
@@ -1193,6 +1240,7 @@ int main(int argc, char **argv)
     MPI_Type_commit(&t3_type);
     MPI_Comm_dup(MPI_COMM_WORLD, &fanin_comm);
     MPI_Comm_dup(MPI_COMM_WORLD, &cancel_comm);
+    MPI_Comm_dup(MPI_COMM_WORLD, &ring_comm);
     void *pool = malloc(BSEND_POOL);
     MPI_Buffer_attach(pool, BSEND_POOL);
     int bad_seeds = 0;
@@ -1223,6 +1271,7 @@ int main(int argc, char **argv)
     MPI_Type_free(&t3_type);
     MPI_Comm_free(&fanin_comm);
     MPI_Comm_free(&cancel_comm);
+    MPI_Comm_free(&ring_comm);
     MPI_Finalize();
     return bad_seeds ? 1 : 0;
 }
