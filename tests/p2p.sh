@@ -8,16 +8,6 @@
 #                 progress inside MPI (tests/broken/lazy_recv.c)
 P2P_SEEDS=${P2P_SEEDS:-300}
 
-# Known failures of the pull engine (issue 12 stays open on them): the run
-# still happens and prints its diagnosis as XFAIL; one that starts passing
-# prints XPASS and counts as passed, so this list can only shrink.
-#   Open MPI, after:3: a segmentation fault once pending MPI receives are
-#   migrated (seed 1 at 2 ranks, seed 2 at 4);
-#   MPICH, all and after:3: seed 1 hangs in phase 1.
-P2P_KNOWN_BROKEN=" openmpi/np2/p2p_random/pull_after3 openmpi/np4/p2p_random/pull_after3
- mpich/np2/p2p_random/pull_all mpich/np2/p2p_random/pull_after3 "
-p2p_known_broken() { [[ $P2P_KNOWN_BROKEN =~ [[:space:]]$1[[:space:]] ]]; }
-
 # p2p_random_check NAME FLAVOUR NRANKS: plain (its own checks), then each
 # pull mode against it, line by line.
 p2p_random_check() {
@@ -52,15 +42,8 @@ p2p_random_check() {
                 echo "        diff <(sort plain.txt) <(sort hotbuf.txt)"
                 grep -m5 -E '^p2p_random|HANG|signal' "$out.err" || tail -5 "$out.err"
             } >"$out.why"
-            if p2p_known_broken "$tn"; then
-                xfailures="$xfailures $tn"
-                echo "XFAIL $tn: exit $rc; digests differ from plain MPI from seed $bad (known, issue 12)"
-                sed 's/^/    | /' "$out.why" | tail -12
-            else
-                fail "$tn" "exit $rc; digests differ from plain MPI from seed $bad" "$out.why"
-            fi
+            fail "$tn" "exit $rc; digests differ from plain MPI from seed $bad" "$out.why"
         else
-            p2p_known_broken "$tn" && echo "XPASS $tn: take it off P2P_KNOWN_BROKEN (tests/p2p.sh)"
             pass "$tn"
         fi
     done

@@ -23,7 +23,7 @@ cleanup() { # daemons a test started (tests/slurm.sh), then the logs
     [ -n "${TESTS_KEEP:-}" ] || rm -rf "$work"
 }
 trap cleanup EXIT
-passed=0 failed=0 failures="" xfailures=""
+passed=0 failed=0 failures=""
 
 pass() { passed=$((passed + 1)); echo "PASS $1"; }
 fail() {
@@ -370,6 +370,5 @@ fi
 
 echo
 [ -n "$failures" ] && echo "failed:$failures"
-[ -n "$xfailures" ] && echo "known failures (open issue, counted in neither):$xfailures"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

@@ -30,13 +30,20 @@ static void count_off(int reason)
 }
 
 /* Intercommunicators and communicators that span several worlds stay on
- * MPI (P2P-DESIGN.md §5.12; core/comm.h). */
+ * MPI (P2P-DESIGN.md §5.12; core/comm.h), and so do single-rank ones: no
+ * peer to reroute, and MPICH's self path (ch4_self.c) completes a send to
+ * self inside the receive call without counting it as progress, so a
+ * blocking Ssend to self whose match hotbuf makes from inside MPI's
+ * progress would wait forever in MPID_Progress_wait. */
 static int classify(MPI_Comm comm)
 {
-    int inter = 0;
+    int inter = 0, size = 0;
     PMPI_Comm_test_inter(comm, &inter);
     if (inter)
         return HB_P2P_OFF_INTERCOMM;
+    PMPI_Comm_size(comm, &size);
+    if (size == 1)
+        return HB_P2P_OFF_SINGLE;
     if (!hb_comm_one_world(comm))
         return HB_P2P_OFF_WORLDS;
     return -1;
@@ -121,6 +128,14 @@ static void migrate_one(struct p2p_comm *c, struct p2p_req *r)
     hb_p2p_req_post(c, r);
 }
 
+/* MPI's receive on c that may still take a message.  One the application
+ * cancelled is done or matched already (and cancelling it again is not
+ * safe: Open MPI's ob1 crashes on a second cancel of a completed receive). */
+static int migratable(const struct p2p_req *r, const struct p2p_comm *c)
+{
+    return r->c == c && r->state == RQ_PMPI && !r->cancelled;
+}
+
 /* MPI's pending receives on c, in posting order: those older than every
  * receive hotbuf will post, so they go first into the matcher. */
 static void migrate(struct p2p_comm *c)
@@ -128,11 +143,11 @@ static void migrate(struct p2p_comm *c)
     struct p2p_req *r, *tmp, **v;
     size_t n = 0, i = 0;
     HASH_ITER(hh, p2p.reqs, r, tmp)
-    n += r->c == c && r->state == RQ_PMPI;
+    n += migratable(r, c);
     if (!n || !(v = malloc(n * sizeof(*v))))
         return;
     HASH_ITER(hh, p2p.reqs, r, tmp)
-    if (r->c == c && r->state == RQ_PMPI)
+    if (migratable(r, c))
         v[i++] = r;
     qsort(v, n, sizeof(*v), by_seq);
     for (i = 0; i < n; i++)

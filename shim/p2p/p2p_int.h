@@ -60,6 +60,8 @@ struct p2p_req {
     int pool;       /* handle from the pool */
     int hijacked;   /* handle holds a cancelled MPI receive to consume */
     int freed;      /* the application freed the handle while pending */
+    int cancelled;  /* the application cancelled MPI's receive: it is
+                       complete or matched, never migrated */
     int in_table;
     uint64_t seq;       /* posting order (migration) */
     struct p2p_comm *c; /* NULL once the communicator is gone */

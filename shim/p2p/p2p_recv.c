@@ -133,6 +133,7 @@ int hb_p2p_start(MPI_Request *req)
     int rc = PMPI_Start(req);
     if (rc == MPI_SUCCESS && r->c && r->c->state == COMM_NORMAL) {
         r->state = RQ_PMPI;
+        r->cancelled = 0;
         r->seq = ++p2p.seq;
     }
     return rc;

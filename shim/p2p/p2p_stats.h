@@ -17,6 +17,7 @@
     _(HB_P2P_OFF_THREADS, "threads")          /* MPI_THREAD_MULTIPLE */        \
     _(HB_P2P_OFF_INTERCOMM, "intercomm")      /* intercommunicator */          \
     _(HB_P2P_OFF_WORLDS, "multiple_worlds")   /* spans several worlds */       \
+    _(HB_P2P_OFF_SINGLE, "single_rank")       /* one rank: no peer */          \
     _(HB_P2P_OFF_MEMORY, "memory")            /* out of memory */
 
 enum hb_p2p_off_reason { HB_P2P_OFF_REASONS(HB_REPORT_ENUM) HB_P2P_NREASONS };

@@ -35,6 +35,22 @@ static int test_pmpi(MPI_Request *req, int *done, int *inactive, MPI_Status *st)
     return rc;
 }
 
+/* MPI's own receive, known active: PMPI_Test, whose error semantics are
+ * MPI_Test's (Testany's differ: Open MPI 4.1 drops a persistent request's
+ * error, MPICH raises it on MPI_COMM_WORLD's handler).  Open MPI frees a
+ * persistent request that completed with an error (the handle comes back
+ * null): then hotbuf forgets it too. */
+static int test_tracked(struct p2p_req *r, MPI_Request *req, int *done,
+                        MPI_Status *st)
+{
+    int rc = PMPI_Test(req, done, st);
+    if (*done && r->persistent && *req != MPI_REQUEST_NULL)
+        r->state = RQ_INACTIVE;
+    else if (*done)
+        hb_p2p_req_release(r);
+    return rc;
+}
+
 /* One request, without blocking: *done when it completed (its status in
  * st, the handle updated) or is null or inactive (*inactive, empty
  * status).  claim: claim messages for it first; the array forms claim
@@ -53,14 +69,8 @@ static int test_one(MPI_Request *req, int *done, int *inactive, MPI_Status *st,
         hb_p2p_status_empty(st);
         return MPI_SUCCESS;
     }
-    if (r->state == RQ_PMPI) { /* MPI's receive, remembered for migration */
-        int rc = test_pmpi(req, done, inactive, st);
-        if (*done && r->persistent)
-            r->state = RQ_INACTIVE;
-        else if (*done)
-            hb_p2p_req_release(r);
-        return rc;
-    }
+    if (r->state == RQ_PMPI) /* MPI's receive, remembered for migration */
+        return test_tracked(r, req, done, st);
     if (!hb_p2p_req_poll(r)) {
         if (claim && r->state == RQ_POSTED && r->c)
             hb_p2p_claim(r->c);
@@ -298,8 +308,12 @@ int hb_p2p_cancel(MPI_Request *req)
 {
     HB_P2P_ROUTE(cancel);
     struct p2p_req *r = hb_p2p_req_find(*req);
-    if (!r || r->state == RQ_PMPI)
+    if (!r)
         return PMPI_Cancel(req);
+    if (r->state == RQ_PMPI) {
+        r->cancelled = 1;
+        return PMPI_Cancel(req);
+    }
     if (r->state != RQ_POSTED)
         return MPI_SUCCESS;
     hb_pm_unpost(&r->c->m, &r->n);
