@@ -49,11 +49,13 @@ CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
             shim/report/report_advice.c shim/report/report_html.c \
-            $(STATS_SRC) shim/p2p/p2p_match.c shim/p2p/p2p_merge.c
+            $(STATS_SRC) shim/p2p/p2p_match.c shim/p2p/p2p_merge.c \
+            shim/p2p/p2p_pair.c
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
-            $(filter-out shim/p2p/p2p_match.c shim/p2p/p2p_merge.c, $(wildcard shim/p2p/*.c)) \
+            $(filter-out shim/p2p/p2p_match.c shim/p2p/p2p_merge.c shim/p2p/p2p_pair.c, \
+                        $(wildcard shim/p2p/*.c)) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \
             pmpi/attr_wrappers.c pmpi/wrap_version.c pmpi/f_weights.c)

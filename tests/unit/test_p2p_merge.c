@@ -1,7 +1,8 @@
-/* Unit tests for the release merge (shim/p2p/p2p_merge.c): a sender
- * following P2P-DESIGN.md §5.6 (markers before MPI runs that follow ring
- * records, mpi_before stamps, RESENDs of its unacknowledged tail after a
- * QP error) on one communicator, with rseq gaps for its records on other
+/* Unit tests for the release merge (shim/p2p/p2p_merge.c) and the sender's
+ * bookkeeping (shim/p2p/p2p_pair.c) together: the sender of P2P-DESIGN.md
+ * §5.6 (markers before MPI runs that follow ring records, mpi_before
+ * stamps, RESENDs of its unacknowledged tail after a QP error) on one
+ * communicator, with rseq gaps for its records on other
  * communicators; the two paths' arrivals interleaved at random, releases
  * drained at random points.  The merge must release every data message
  * exactly once, in send order, and hold nothing at the end.  Hand-made
@@ -11,6 +12,7 @@
 
 #include "check.h"
 #include "p2p/p2p_merge.h"
+#include "p2p/p2p_pair.h"
 
 #define MAXN 64
 #define MAXI (4 * MAXN)
@@ -101,47 +103,56 @@ static struct item *new_item(struct run *u, int kind, int id)
     return x;
 }
 
-/* The sender of §5.6 writes both streams; returns the data messages. */
+/* The sender (shim/p2p/p2p_pair.c) writes both streams; returns the
+ * number of data messages. */
 static int send_schedule(struct run *u)
 {
     int n = 1 + (int)rnd(u, MAXN - 1), pre = (int)rnd(u, 4);
-    int fault = rnd(u, 3) ? -1 : (int)rnd(u, (unsigned)n + 1);
-    uint32_t rseq = 0, cnt = 0, last = 0;
-    int unfenced = 0, live = 0, dead = 0, nrec = 0;
-    struct item *rec[MAXN];
+    int fault = rnd(u, 3) ? -1 : (int)rnd(u, (unsigned)n + 1), nrec = 0;
+    struct hb_pp pp;
+    struct hb_pp_peer peer;
+    struct hb_pp_rec rec[MAXN], *r;
+    int rec_id[MAXN];
+    uint32_t k;
+    hb_pp_init(&pp);
+    hb_pp_peer_init(&peer);
     for (int i = 0; i < n; i++) {
-        if (i == fault && live) { /* QP error: resend the unacked tail */
+        if (i == fault && pp.state == HB_PP_LIVE) {
+            /* QP error: RC placed a prefix of the records, A saw a prefix
+             * of those complete; the rest is resent, oldest first */
             int placed = (int)rnd(u, (unsigned)nrec + 1);
             int acked = (int)rnd(u, (unsigned)placed + 1);
-            u->nring = placed; /* the records RC placed before the error */
-            for (int j = acked; j < nrec; j++) {
-                struct item *x = new_item(u, HB_MG_RING, rec[j]->id);
-                x->it.rseq = rec[j]->it.rseq, x->it.stamp = rec[j]->it.stamp;
+            u->nring = placed;
+            for (int j = 0; j < acked; j++)
+                hb_pp_acked(&rec[j]);
+            while ((r = hb_pp_oldest_unacked(&peer))) {
+                struct item *x = new_item(u, HB_MG_RING, rec_id[r - rec]);
+                x->it.rseq = r->rseq, x->it.stamp = r->mpi_before;
                 x->resend = 1;
                 u->mpi[u->nmpi++] = x;
+                hb_pp_acked(r);
             }
-            dead = 1;
+            hb_pp_dead(&pp);
         }
-        if (i == pre && !live) { /* GRANT seen: the first marker */
+        if (i == pre && pp.state == HB_PP_MPI) { /* GRANT: MARKER{0} */
+            hb_pp_granted(&pp);
             u->mpi[u->nmpi++] = new_item(u, HB_MG_MARKER, -1);
-            live = 1;
         }
-        rseq += rnd(u, 3); /* records of other communicators */
-        if (live && !dead && rnd(u, 2)) {
+        peer.rseq += rnd(u, 3); /* records on other communicators */
+        if (hb_pp_ring_ok(&pp) && rnd(u, 2)) {
             struct item *x = new_item(u, HB_MG_RING, i);
-            x->it.rseq = ++rseq, x->it.stamp = cnt;
-            last = rseq, unfenced = 1;
-            rec[nrec++] = u->ring[u->nring++] = x;
+            hb_pp_ring(&pp, &peer, &rec[nrec]);
+            x->it.rseq = rec[nrec].rseq, x->it.stamp = rec[nrec].mpi_before;
+            rec_id[nrec++] = i;
+            u->ring[u->nring++] = x;
             continue;
         }
-        if (unfenced) {
-            struct item *k = new_item(u, HB_MG_MARKER, -1);
-            k->it.stamp = last;
-            u->mpi[u->nmpi++] = k;
-            unfenced = 0;
+        if (hb_pp_mpi(&pp, &k)) {
+            struct item *m = new_item(u, HB_MG_MARKER, -1);
+            m->it.stamp = k;
+            u->mpi[u->nmpi++] = m;
         }
         u->mpi[u->nmpi++] = new_item(u, HB_MG_MPI, i);
-        cnt += live;
     }
     return n;
 }
