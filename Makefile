@@ -45,17 +45,19 @@ LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
 UTIL_SRC := $(wildcard shim/util/*.c)
 # Report sections (*_stats.c) are MPI-free too: the report's unit test renders them.
 STATS_SRC := $(wildcard shim/*/*_stats.c)
+# Point-to-point's MPI-free parts: matching, the release merge, the sender's
+# order bookkeeping, the channel's slots.
+P2P_FREE_SRC := shim/p2p/p2p_match.c shim/p2p/p2p_merge.c shim/p2p/p2p_pair.c \
+                shim/p2p/p2p_slots.c
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \
             shim/report/report_advice.c shim/report/report_html.c \
-            $(STATS_SRC) shim/p2p/p2p_match.c shim/p2p/p2p_merge.c \
-            shim/p2p/p2p_pair.c
+            $(STATS_SRC) $(P2P_FREE_SRC)
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
             $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
-            $(filter-out shim/p2p/p2p_match.c shim/p2p/p2p_merge.c shim/p2p/p2p_pair.c, \
-                        $(wildcard shim/p2p/*.c)) \
+            $(filter-out $(P2P_FREE_SRC), $(wildcard shim/p2p/*.c)) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \
             pmpi/attr_wrappers.c pmpi/wrap_version.c pmpi/f_weights.c)
