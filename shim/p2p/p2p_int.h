@@ -6,6 +6,8 @@
  *   p2p_req.c    request handles (pool, table), posting, completion
  *   p2p_recv.c   receive calls;  p2p_probe.c probes;  p2p_wait.c Wait/Test
  *   p2p_match.c  the matching rules (MPI-free)
+ *   p2p_merge.c, p2p_pair.c, p2p_slots.c  part 2's release merge, sender
+ *                bookkeeping and channel slots (MPI-free, not yet wired)
  */
 #ifndef HOTBUF_P2P_INT_H
 #define HOTBUF_P2P_INT_H
