@@ -14,7 +14,7 @@
 
 #include <mpi.h>
 #include <stdint.h>
-#include <uthash.h>
+#include "util/uthash_keys.h"
 
 #include "core/ctx.h"
 #include "p2p.h"

@@ -63,7 +63,7 @@ msg_run() { # tag, then extra environment
     for f in $(ls -S "$work/$tag"/cg.* 2>/dev/null | head -2); do
         callgrind_annotate --inclusive=yes "$f" >"$f.txt" 2>/dev/null
     done
-    local total=0 line=""
+    local total=0 line="" recv=0 mpi_recv=0
     for x in Send Irecv Wait; do
         # an unwrapped call adds nothing (MPI_X is MPI's own symbol)
         local a p o
@@ -71,8 +71,10 @@ msg_run() { # tag, then extra environment
         p=$(cat "$work/$tag"/*.txt 2>/dev/null | incl_all /dev/stdin PMPI_$x)
         o=$(( a > 0 ? (a - p) / msgs : 0 ))
         total=$((total + o)) line="$line ${x,,}=$o"
+        # the receive's whole cost, and MPI's own part of it
+        [ $x = Send ] || recv=$((recv + a / msgs)) mpi_recv=$((mpi_recv + p / msgs))
     done
-    echo "msg_instructions mode=$tag added_per_message=$total$line"
+    echo "msg_instructions mode=$tag added_per_message=$total$line recv_total=$recv recv_in_pmpi=$mpi_recv"
 }
 msg_run pull_off HOTBUF_P2P_PULL=auto | tee "$work/msg.txt"
 # With every communicator pulled (the receive side's test mode), once the
@@ -103,6 +105,13 @@ awk '/^pingpong/ { split($0, f, " aa_ratio="); r = f[2] + 0; if (r > max) max = 
 echo "   (target: hotbuf/plain <= 1.02)"
 echo "instructions per MPI_Send: $per_call (target <= 150)"
 awk '/mode=pull_off/ { split($3, f, "="); printf "instructions hotbuf adds per cold message, pull off: %d (target <= 120)\n", f[2] }' "$work/msg.txt"
+# Under pull hotbuf receives by Improbe + Imrecv itself (no PMPI_Irecv):
+# its Irecv + Wait against MPI's own Irecv + Wait of the pull-off run.
+awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[$2, kv[1]] = kv[2] } }
+     END { if (v["mode=pull_all", "recv_total"] != "")
+             printf "receive (Irecv + Wait) under pull: %d instructions, MPI alone %d: x%.1f\n",
+                    v["mode=pull_all", "recv_total"], v["mode=pull_off", "recv_in_pmpi"],
+                    v["mode=pull_all", "recv_total"] / v["mode=pull_off", "recv_in_pmpi"] }' "$work/msg.txt"
 awk '{ for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
        if (NR == 1) { n0 = v["ns_per_lookup"]; h0 = v["ns_hot_set"]; i0 = v["instructions_per_lookup"] }
        n1 = v["ns_per_lookup"]; h1 = v["ns_hot_set"]; i1 = v["instructions_per_lookup"] }
