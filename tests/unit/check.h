@@ -42,6 +42,19 @@ static int check_failures;
         }                                                                      \
     } while (0)
 
+/* Runs run(seed) for seeds 1..n (each returns nonzero when that seed
+ * failed) and checks that none failed, saying how many did. */
+#define CHECK_SEEDS(run, n, what)                                              \
+    do {                                                                       \
+        int bad_ = 0;                                                          \
+        for (unsigned seed_ = 1; seed_ <= (n); seed_++)                        \
+            bad_ += (run)(seed_) != 0;                                         \
+        if (bad_)                                                              \
+            fprintf(stderr, "%d of %u random %s failed\n", bad_,               \
+                    (unsigned)(n), what);                                      \
+        CHECK(bad_ == 0);                                                      \
+    } while (0)
+
 /* Returns the exit status for main(). */
 #define CHECK_DONE()                                                           \
     (fprintf(stderr, "%s: %d check(s) failed\n", __FILE__, check_failures),    \
