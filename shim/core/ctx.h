@@ -17,8 +17,9 @@ struct hb_ctx {
     MPI_Comm comm;               /* hotbuf's own duplicate of MPI_COMM_WORLD */
     int rank, size;              /* in comm */
     int thread_level;            /* as MPI_Init_thread provided */
-    int lock_needed;             /* MPI_THREAD_MULTIPLE: tracker locked */
-    struct hb_tracker *tracker;  /* NULL where the tracker could not start */
+    int spawned;     /* started by MPI_Comm_spawn (a parent at MPI_Init) */
+    int lock_needed; /* MPI_THREAD_MULTIPLE: tracker locked */
+    struct hb_tracker *tracker; /* NULL where the tracker could not start */
     const struct hb_costmodel *cost;
     struct hb_rdma *rdma; /* rdma->tr NULL: no RDMA on this rank */
 };

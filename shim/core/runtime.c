@@ -139,6 +139,11 @@ void hb_runtime_after_init(int provided)
                            .rdma = &hb_rt.rdma};
     PMPI_Comm_rank(MPI_COMM_WORLD, &ctx->rank);
     PMPI_Comm_size(MPI_COMM_WORLD, &ctx->size);
+    /* Asked now: a child may disconnect from its parent before
+     * MPI_Finalize, and MPI_Comm_get_parent then returns MPI_COMM_NULL. */
+    MPI_Comm parent = MPI_COMM_NULL;
+    PMPI_Comm_get_parent(&parent);
+    ctx->spawned = parent != MPI_COMM_NULL;
     hb_note_set_rank(ctx->rank);
     hb_config_load(&hb_rt.cfg, env_lookup, warn_config, NULL);
     agree_config();

@@ -90,6 +90,7 @@ void hb_subsys_report(const struct hb_ctx *ctx)
         .rank = ctx->rank,
         .size = ctx->size,
         .thread_level = ctx->thread_level,
+        .spawned = ctx->spawned,
         .cfg = ctx->cfg,
         .cost = ctx->cost,
         .tracker = ctx->tracker,

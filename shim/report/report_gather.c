@@ -80,13 +80,14 @@ static void render(FILE *out, int json, const struct hb_report *r,
 /* A job started by MPI_Comm_spawn has a rank 0 of its own that writes a
  * report of its own, with the same environment: its files get the process
  * id in their name (PREFIX.spawned-PID.json) instead of overwriting the
- * parent job's while it writes them. */
+ * parent job's while it writes them.  Whether the job was spawned is known
+ * from MPI_Init (in->spawned), not asked here: a child that disconnected
+ * from its parent has no parent any more at MPI_Finalize, and both wrote
+ * PREFIX.json at once (tests/rdma/defects.sh, spawn_merge, now and then). */
 static void report_path(char *path, size_t len, const char *prefix,
-                        const char *ext)
+                        const char *ext, int spawned)
 {
-    MPI_Comm parent = MPI_COMM_NULL;
-    PMPI_Comm_get_parent(&parent);
-    if (parent == MPI_COMM_NULL)
+    if (!spawned)
         snprintf(path, len, "%s.%s", prefix, ext);
     else
         snprintf(path, len, "%s.spawned-%ld.%s", prefix, (long)getpid(), ext);
@@ -94,7 +95,8 @@ static void report_path(char *path, size_t len, const char *prefix,
 
 /* To PREFIX.txt / PREFIX.json, or rank 0's stderr.  Returns 0 when the
  * file was written. */
-static int write_one(const char *prefix, int json, const struct hb_report *r,
+static int write_one(const char *prefix, int spawned, int json,
+                     const struct hb_report *r,
                      const struct hb_report_context *ctx)
 {
     if (!prefix[0]) {
@@ -102,7 +104,7 @@ static int write_one(const char *prefix, int json, const struct hb_report *r,
         return -1;
     }
     char path[4096];
-    report_path(path, sizeof(path), prefix, json ? "json" : "txt");
+    report_path(path, sizeof(path), prefix, json ? "json" : "txt", spawned);
     FILE *f = fopen(path, "w");
     if (!f) {
         fprintf(stderr, "hotbuf: cannot write %s; report follows on stderr\n",
@@ -118,17 +120,18 @@ static int write_one(const char *prefix, int json, const struct hb_report *r,
 /* HOTBUF_REPORT=html: the text as for "text", PREFIX.json and the page
  * drawn from it, PREFIX.html (PREFIX hotbuf-report when unset: a page
  * needs a file). */
-static void write_html(const char *prefix, const struct hb_report *r,
+static void write_html(const char *prefix, int spawned,
+                       const struct hb_report *r,
                        const struct hb_report_context *ctx)
 {
-    write_one(prefix, 0, r, ctx);
+    write_one(prefix, spawned, 0, r, ctx);
     if (!prefix[0])
         prefix = "hotbuf-report";
     char json[4096], page[4096];
-    if (write_one(prefix, 1, r, ctx))
+    if (write_one(prefix, spawned, 1, r, ctx))
         return;
-    report_path(json, sizeof(json), prefix, "json");
-    report_path(page, sizeof(page), prefix, "html");
+    report_path(json, sizeof(json), prefix, "json", spawned);
+    report_path(page, sizeof(page), prefix, "html", spawned);
     hb_report_html(json, page);
 }
 
@@ -152,11 +155,11 @@ static void write_report(const struct hb_report_input *in, int mode,
     if (ctx.nnotes)
         memcpy(ctx.notes, in->notes, (size_t)ctx.nnotes * sizeof(ctx.notes[0]));
     if (mode == HB_REPORT_HTML)
-        write_html(in->cfg->report_file, r, &ctx);
+        write_html(in->cfg->report_file, in->spawned, r, &ctx);
     if (mode == HB_REPORT_TEXT || mode == HB_REPORT_BOTH)
-        write_one(in->cfg->report_file, 0, r, &ctx);
+        write_one(in->cfg->report_file, in->spawned, 0, r, &ctx);
     if (mode == HB_REPORT_JSON || mode == HB_REPORT_BOTH)
-        write_one(in->cfg->report_file, 1, r, &ctx);
+        write_one(in->cfg->report_file, in->spawned, 1, r, &ctx);
 }
 
 /* This rank's message: the tracker's header with nsites, the sections,

@@ -12,6 +12,7 @@
 struct hb_report_input {
     MPI_Comm comm; /* every rank of it calls hb_report_at_finalize */
     int rank, size, thread_level;
+    int spawned; /* a job MPI_Comm_spawn started (its own file names) */
     const struct hb_config *cfg;
     const struct hb_costmodel *cost;
     const struct hb_tracker
