@@ -14,6 +14,7 @@ struct dtinfo {
 
 /* Global: read inline by every wrapper (hb_track), which has no context. */
 struct hb_dt_slot hb_dt_cache[HB_DT_SLOTS];
+struct hb_entry *hb_track_last;
 uint64_t hb_dt_mult = HB_GOLDEN_RATIO_64;
 
 static int dt_query(MPI_Datatype t, struct dtinfo *d)

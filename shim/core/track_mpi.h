@@ -34,6 +34,11 @@ static inline unsigned hb_dt_slot_of(MPI_Datatype t)
     return (unsigned)((h * hb_dt_mult) >> 56) & (HB_DT_SLOTS - 1);
 }
 
+/* The entry hb_track recorded last (NULL: none, or not a simple call):
+ * the send path asks whether that call was hot.  A stale value only
+ * changes a choice between copy and zero copy, never the data. */
+extern struct hb_entry *hb_track_last;
+
 /* Any call: derived datatypes, zero counts, MPI_PROC_NULL, threads. */
 void hb_track_slow(unsigned op, const void *buf, int count, MPI_Datatype type,
                    int peer, void *ret);
@@ -53,9 +58,11 @@ hb_track(unsigned op, const void *buf, int count, MPI_Datatype type, int peer,
                              hb_rt.tracking == HB_TRACK_FAST &&
                              peer != MPI_PROC_NULL,
                          1)) {
-        hb_tracker_record_at(&hb_rt.tracker, op, buf, (uint64_t)bytes, ret);
+        hb_track_last =
+            hb_tracker_record_at(&hb_rt.tracker, op, buf, (uint64_t)bytes, ret);
         return;
     }
+    hb_track_last = NULL;
     hb_track_slow(op, buf, count, type, peer, ret);
 }
 

@@ -45,7 +45,7 @@ static void decide(const struct hb_ctx *ctx)
         p2p.off_reason = HB_P2P_OFF_SWITCH;
     else if (ctx->thread_level == MPI_THREAD_MULTIPLE)
         p2p.off_reason = HB_P2P_OFF_THREADS;
-    else if (p2p.mode == P2P_MODE_AUTO)
+    else if (p2p.mode == P2P_MODE_AUTO && !ctx->cfg->p2p_ring)
         p2p.off_reason = HB_P2P_OFF_NOT_NEEDED;
     else if (!hb_bindings_checked()) /* core notes it once */
         p2p.off_reason = HB_P2P_OFF_UNCHECKED;
@@ -82,6 +82,7 @@ void hb_p2p_poll(void)
     if (p2p.busy || hb_list_empty(&p2p.pulled))
         return;
     p2p.busy = 1;
+    hb_p2p_chan_drain();
     for (l = p2p.pulled.next; l != &p2p.pulled; l = next) {
         next = l->next; /* a deferred free may unlink l */
         hb_p2p_claim_locked(hb_container_of(l, struct p2p_comm, link));
@@ -98,6 +99,22 @@ void hb_p2p_update_engaged(void)
     hb_p2p_engaged = p2p.engaged_min || p2p.reqs || !hb_list_empty(&p2p.pulled);
 }
 
+/* Part 2: the handshake's communicators on every rank alike (collective),
+ * the channels where this rank's RDMA is up. */
+static void start_ring(const struct hb_ctx *ctx)
+{
+    const char *ask = getenv("HOTBUF_TEST_P2P_ASK");
+    if (!ctx->cfg->p2p || !ctx->cfg->p2p_ring)
+        return;
+    if (hb_p2p_grant_start(ctx)) {
+        hb_note("HOTBUF_P2P_RING=1: no communicator for the handshake; "
+                "point-to-point stays on MPI");
+        return;
+    }
+    p2p.ask_always = ask && !strcmp(ask, "1");
+    p2p.ring = p2p.pull_ok && hb_p2p_chan_start(ctx) == 0;
+}
+
 static int start(const struct hb_ctx *ctx)
 {
     memset(&p2p, 0, sizeof(p2p));
@@ -109,6 +126,7 @@ static int start(const struct hb_ctx *ctx)
                 ctx->cfg->p2p_pull);
     decide(ctx);
     hb_p2p_bridge_start(ctx);
+    start_ring(ctx);
     if (p2p.mode != P2P_MODE_AUTO && p2p.off_reason == HB_P2P_OFF_THREADS)
         hb_note("MPI_THREAD_MULTIPLE: point-to-point pull off (hotbuf's "
                 "matcher is single-threaded)");
@@ -123,12 +141,17 @@ static int start(const struct hb_ctx *ctx)
 
 static void stop(const struct hb_ctx *ctx)
 {
-    (void)ctx;
     if (p2p.pull_ok)
         hb_progress_remove(progress_cb, NULL);
+    if (p2p.tstar) { /* the handshake ran: every rank is here */
+        hb_p2p_chan_quiesce();
+        PMPI_Barrier(ctx->comm); /* then no peer writes into a channel */
+    }
+    hb_p2p_chan_stop();
     hb_p2p_engaged = 0;
     hb_p2p_comm_free_all();
     hb_p2p_req_pool_free();
+    hb_p2p_grant_stop();
     hb_p2p_bridge_stop();
     p2p.pull_ok = 0;
 }

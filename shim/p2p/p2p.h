@@ -49,6 +49,25 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              int dest, int stag, int source, int rtag,
                              MPI_Comm comm, MPI_Request *req);
 
+/* Sends (part 2).  mode: which MPI function; req for the nonblocking
+ * ones.  hb_p2p_send_half: the send half of a Sendrecv goes by MPI to
+ * dest (the pair's bookkeeping); hb_p2p_send_init: a persistent send was
+ * made on comm. */
+enum {
+    HB_P2P_SEND,
+    HB_P2P_SSEND,
+    HB_P2P_RSEND,
+    HB_P2P_BSEND,
+    HB_P2P_ISEND,
+    HB_P2P_ISSEND,
+    HB_P2P_IRSEND,
+    HB_P2P_IBSEND
+};
+int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
+                int dest, int tag, MPI_Comm comm, MPI_Request *req);
+void hb_p2p_send_half(MPI_Comm comm, int dest);
+void hb_p2p_send_init(MPI_Comm comm);
+
 /* Probes.  Matched probes hand out real MPI_Message handles: Mrecv and
  * Imrecv go to PMPI unchanged. */
 int hb_p2p_probe(int source, int tag, MPI_Comm comm, MPI_Status *st);
@@ -58,6 +77,13 @@ int hb_p2p_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg,
                   MPI_Status *st);
 int hb_p2p_improbe(int source, int tag, MPI_Comm comm, int *flag,
                    MPI_Message *msg, MPI_Status *st);
+
+/* A ring message handed out by a matched probe is a real MPI message on
+ * a private communicator: these give it its sender back. */
+int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+                 MPI_Status *st);
+int hb_p2p_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+                  MPI_Request *req);
 
 /* Completion: arrays may mix hotbuf's requests and MPI's. */
 int hb_p2p_wait(MPI_Request *req, MPI_Status *st);

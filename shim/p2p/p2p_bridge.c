@@ -16,8 +16,8 @@
 
 void hb_p2p_bridge_start(const struct hb_ctx *ctx)
 {
-    int want = p2p.mode != P2P_MODE_AUTO && ctx->cfg->p2p &&
-               ctx->thread_level != MPI_THREAD_MULTIPLE;
+    int want = (p2p.mode != P2P_MODE_AUTO || ctx->cfg->p2p_ring) &&
+               ctx->cfg->p2p && ctx->thread_level != MPI_THREAD_MULTIPLE;
     p2p.bridge = MPI_COMM_NULL;
     if (hb_subsys_agree(ctx, !want, 1, NULL))
         PMPI_Comm_dup(ctx->comm, &p2p.bridge);

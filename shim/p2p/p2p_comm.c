@@ -64,6 +64,8 @@ static struct p2p_comm *add(MPI_Comm comm)
     }
     c->key = comm_key(comm);
     c->comm = comm;
+    PMPI_Comm_size(comm, &c->size);
+    PMPI_Comm_rank(comm, &c->rank);
     hb_list_init(&c->link);
     HASH_ADD(hh, p2p.comms, key, sizeof(c->key), c);
     return c;
@@ -77,10 +79,41 @@ struct p2p_comm *hb_p2p_comm_get(MPI_Comm comm)
     return c ? c : add(comm);
 }
 
+static void free_items(struct hb_list *q)
+{
+    while (!hb_list_empty(q)) {
+        struct hb_list *l = hb_list_tail(q);
+        hb_list_del(l);
+        free(hb_container_of(l, struct p2p_msg, g.link));
+    }
+}
+
+/* Part 2's state on c: its pairs both ways, its cid. */
+static void drop_pairs(struct p2p_comm *c)
+{
+    for (int i = 0; c->rx && i < c->size; i++)
+        if (c->rx[i]) {
+            free_items(&c->rx[i]->mg.pulled);
+            free_items(&c->rx[i]->mg.ring);
+            free(c->rx[i]);
+        }
+    for (int i = 0; c->tx && i < c->size; i++)
+        if (c->tx[i]) {
+            p2p.txs[c->tx[i]->token] = NULL;
+            free(c->tx[i]);
+        }
+    if (c->cid)
+        p2p.cids[c->cid] = NULL;
+    free(c->rx);
+    free(c->tx);
+    free(c->world);
+}
+
 /* Drops everything hotbuf holds for c (its messages were claimed from a
  * communicator that is going away: MPI would drop them too). */
 static void drop(struct p2p_comm *c)
 {
+    drop_pairs(c);
     if (c->state == COMM_PULLED) {
         struct hb_pm_msg *pm;
         while ((pm = hb_pm_first_unexpected(&c->m))) {
@@ -177,6 +210,34 @@ static int enter_pull(struct p2p_comm *c)
     return 0;
 }
 
+int hb_p2p_comm_pull(struct p2p_comm *c)
+{
+    return c->state == COMM_PULLED ? 0 : enter_pull(c);
+}
+
+int hb_p2p_comm_worlds(struct p2p_comm *c)
+{
+    MPI_Group g, w;
+    int *ranks;
+    if (c->world)
+        return 0;
+    if (!(c->world = malloc((size_t)c->size * sizeof(int))) ||
+        !(ranks = malloc((size_t)c->size * sizeof(int)))) {
+        free(c->world);
+        c->world = NULL;
+        return -1;
+    }
+    for (int i = 0; i < c->size; i++)
+        ranks[i] = i;
+    PMPI_Comm_group(c->comm, &g);
+    PMPI_Comm_group(MPI_COMM_WORLD, &w);
+    PMPI_Group_translate_ranks(g, c->size, ranks, w, c->world);
+    PMPI_Group_free(&g);
+    PMPI_Group_free(&w);
+    free(ranks);
+    return 0;
+}
+
 struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
 {
     struct p2p_comm *c = hb_p2p_comm_get(comm);
@@ -185,28 +246,32 @@ struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
     if (c->state == COMM_PULLED)
         return c;
     uint64_t due = p2p.mode == P2P_MODE_AFTER ? p2p.after_n : 0;
-    if (c->recv_calls++ < due || enter_pull(c))
+    hb_p2p_grant_poll(); /* a grant may pull c right here */
+    if (c->state == COMM_PULLED)
+        return c;
+    if (p2p.mode == P2P_MODE_AUTO || c->recv_calls++ < due || enter_pull(c))
         return NULL;
     return c;
 }
 
-/* A claimed message meets the earliest posted receive it matches, or
- * waits in the unexpected store. */
-static void arrive(struct p2p_comm *c, MPI_Message msg, const MPI_Status *st)
+struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st)
 {
-    struct p2p_msg *m = malloc(sizeof(*m));
-    int bytes = 0;
+    struct p2p_msg *m = calloc(1, sizeof(*m));
     if (!m)
         abort(); /* a claimed message cannot be given back to MPI */
+    m->kind = MSG_MPI;
     m->msg = msg;
     m->st = *st;
     /* MPICH's Improbe leaves the cancelled bit as it found it */
     PMPI_Status_set_cancelled(&m->st, 0);
     m->n.source = st->MPI_SOURCE;
     m->n.tag = st->MPI_TAG;
-    PMPI_Get_count(st, MPI_BYTE, &bytes);
-    p2p.stats.claimed++;
-    p2p.stats.claimed_bytes += bytes > 0 ? (uint64_t)bytes : 0;
+    m->g.kind = HB_MG_MPI;
+    return m;
+}
+
+void hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m)
+{
     struct hb_pm_recv *pr = hb_pm_arrive(&c->m, &m->n);
     if (pr) {
         p2p.n_posted--;
@@ -216,6 +281,28 @@ static void arrive(struct p2p_comm *c, MPI_Message msg, const MPI_Status *st)
     }
     if (++p2p.n_unexp > p2p.stats.unexp_hwm)
         p2p.stats.unexp_hwm = p2p.n_unexp;
+}
+
+/* A claimed message: a switched sender's goes through its merge (its
+ * T* messages are hotbuf's own), any other straight to matching. */
+static void arrive(struct p2p_comm *c, MPI_Message msg, const MPI_Status *st)
+{
+    int bytes = 0;
+    struct p2p_rxpair *rp = c->rx ? c->rx[st->MPI_SOURCE] : NULL;
+    PMPI_Get_count(st, MPI_BYTE, &bytes);
+    p2p.stats.claimed++;
+    p2p.stats.claimed_bytes += bytes > 0 ? (uint64_t)bytes : 0;
+    if (rp && st->MPI_TAG == p2p.tstar) {
+        hb_p2p_inband(c, rp, msg, st);
+        return;
+    }
+    struct p2p_msg *m = hb_p2p_msg_mpi(msg, st);
+    if (rp) {
+        hb_mg_pulled(&rp->mg, &m->g);
+        hb_p2p_release(c, rp);
+        return;
+    }
+    hb_p2p_match(c, m);
 }
 
 /* Messages come out of Improbe in each sender's order; a nested claim
@@ -237,6 +324,7 @@ void hb_p2p_claim(struct p2p_comm *c)
     if (p2p.busy)
         return;
     p2p.busy = 1;
+    hb_p2p_chan_drain();
     hb_p2p_claim_locked(c);
     p2p.busy = 0;
 }
@@ -312,9 +400,10 @@ void hb_p2p_comm_free_all(void)
     drop(c);
 }
 
-/* Part 1 sends no markers: MPI_TAG_UB is MPI's own (one less under the
- * route test, which checks that the queries subtract). */
+/* With the ring on, T* = MPI's own MPI_TAG_UB carries the markers: the
+ * application sees one less (also under the route test, which checks that
+ * the queries subtract). */
 int hb_p2p_tag_ub_hidden(void)
 {
-    return hb_p2p_route.on;
+    return hb_p2p_route.on || p2p.tstar != 0;
 }

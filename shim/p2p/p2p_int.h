@@ -19,7 +19,11 @@
 #include "core/ctx.h"
 #include "p2p.h"
 #include "p2p_match.h"
+#include "p2p_merge.h"
+#include "p2p_pair.h"
+#include "p2p_slots.h"
 #include "p2p_stats.h"
+#include "p2p_wire.h"
 
 enum p2p_mode { P2P_MODE_AUTO, P2P_MODE_ALL, P2P_MODE_AFTER };
 enum p2p_comm_state { COMM_NORMAL, COMM_PULLED, COMM_OFF };
@@ -33,14 +37,47 @@ struct p2p_comm {
     struct hb_list link; /* on p2p.pulled */
     int pending;         /* hotbuf receives posted or matched, not done */
     int free_deferred;   /* the application freed it: free at pending 0 */
+    /* part 2 (p2p_chan.c): members' world ranks, pairs by rank in c */
+    int size, rank;
+    int *world;             /* NULL until a pair needs it */
+    struct p2p_rxpair **rx; /* receiving: senders granted on c */
+    struct p2p_txpair **tx; /* sending: receivers asked on c */
+    uint32_t cid;           /* index in p2p.cids (0: none) */
+    int no_ring;            /* persistent sends: never asks here */
     UT_hash_handle hh;
 };
 
-/* A message claimed from MPI, waiting in the unexpected store. */
+/* Receiver B, one sender A on c (P2P-DESIGN.md §5.4 "PRE/LIVE"). */
+struct p2p_rxpair {
+    struct hb_mg mg; /* A's two paths merged back into send order */
+    int world;       /* A */
+};
+
+/* Sender A, one receiver B on c. */
+enum p2p_tx_state { TX_IDLE, TX_ASKED, TX_GRANTED, TX_REFUSED };
+struct p2p_txpair {
+    int state;       /* enum p2p_tx_state */
+    struct hb_pp pp; /* stamps, markers (p2p_pair.h) */
+    struct p2p_comm *c;
+    int dest, world;
+    uint32_t cid;      /* B's index of c, from GRANT */
+    uint32_t token;    /* index in p2p.txs (the handshake's id) */
+    uint64_t retry_at; /* sends on c to B before asking again */
+    uint64_t sends;    /* send-family calls to B on c */
+};
+
+/* A message claimed from MPI or placed in the ring, on its way through
+ * a merge (ring pairs), then in the unexpected store or matched. */
+enum p2p_msg_kind { MSG_MPI, MSG_RING, MSG_MARKER };
 struct p2p_msg {
     struct hb_pm_msg n;
-    MPI_Message msg;
-    MPI_Status st; /* as PMPI_Improbe gave it */
+    MPI_Message msg; /* MSG_MPI */
+    MPI_Status st;   /* as PMPI_Improbe gave it (ring: made alike) */
+    struct hb_mg_item g;
+    int kind;   /* enum p2p_msg_kind */
+    void *data; /* MSG_RING: payload, in its slot or in copy[] */
+    uint32_t bytes;
+    char copy[]; /* room for the payload (MSG_RING) */
 };
 
 enum p2p_req_state {
@@ -73,6 +110,7 @@ struct p2p_req {
     MPI_Datatype type;
     int type_dup; /* type is our duplicate: free it */
     int source, tag;
+    int raise;    /* err goes through the communicator's handler */
     int blocking; /* Recv, Sendrecv: matched = msg, for PMPI_Mrecv */
     MPI_Message msg;
     MPI_Count msg_bytes; /* of the matched message (blocking) */
@@ -107,6 +145,19 @@ struct p2p_state {
     int npool, cappool;
     MPI_Comm bridge; /* Intercomm_create's leaders talk here (p2p_bridge.c) */
     struct hb_p2p_summary stats;
+    /* part 2 */
+    int ring;               /* HOTBUF_P2P_RING and RDMA up: pairs may switch */
+    int tstar;              /* MPI's own MPI_TAG_UB: markers' tag */
+    uint64_t nonce;         /* the job's, in every in-band message */
+    MPI_Comm ctrl;          /* grant handshake (p2p_grant.c) */
+    MPI_Comm self;          /* ring messages handed to Mprobe */
+    struct p2p_peer *peers; /* [ctx->size], channels (p2p_chan.c) */
+    struct p2p_comm **cids; /* cid -> communicator, [ncids] */
+    uint32_t ncids;
+    struct p2p_txpair **txs; /* token -> pair, [ntxs] */
+    uint32_t ntxs;
+    uint64_t ctrl_calls; /* wrapper entries, for polling the handshake */
+    int ask_always;      /* HOTBUF_TEST_P2P_ASK=1: ask at the first send */
 };
 
 extern struct p2p_state p2p;
@@ -178,5 +229,50 @@ void hb_p2p_poll_orphans(void);
 
 /* The empty status MPI gives for a null or inactive request. */
 void hb_p2p_status_empty(MPI_Status *st);
+
+/* p2p_comm.c: a message (claimed, or released by a merge) meets the
+ * earliest posted receive it matches, or waits in the unexpected store. */
+void hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m);
+struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st);
+/* Enters pull for a grant; 0, or -1 (c stays off). */
+int hb_p2p_comm_pull(struct p2p_comm *c);
+/* The members' world ranks (c->world); 0, or -1 out of memory. */
+int hb_p2p_comm_worlds(struct p2p_comm *c);
+
+/* p2p_chan.c: channels, ring records in and out, credits */
+int hb_p2p_chan_start(const struct hb_ctx *ctx); /* 0: ring possible */
+void hb_p2p_chan_quiesce(void); /* this rank's credit writes completed */
+void hb_p2p_chan_stop(void);
+struct p2p_peer;
+/* Receiver: the channel from world rank a (made on first use) and its
+ * grant fields; 0, or -1 (refuse: out of memory or budget). */
+int hb_p2p_chan_rx(int a, uint64_t ack_addr, uint32_t ack_rkey,
+                   struct hb_ctrl *grant);
+/* Sender: the channel to world rank b from its grant; 0 or -1. */
+int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant);
+/* Sender: where the receiver writes credits. */
+void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey);
+/* Sender: one record on the ring to pair's receiver: 0 when it went
+ * (completed, or resent by MPI after a fault), -1 when it must go by MPI
+ * (no channel, not connected, no slot). */
+int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
+                     int tag, int hot);
+void hb_p2p_chan_drain(void); /* receiver: placed records into merges */
+/* The merge of (A, c) released what it can: into matching. */
+void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
+/* A pulled message of a switched sender with tag T*: ours (marker,
+ * resend) or, failing the checks, the application's. */
+void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
+                   const MPI_Status *st);
+/* A ring message a matched probe hands out: as a real MPI message. */
+int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg);
+
+/* p2p_grant.c: the handshake */
+int hb_p2p_grant_start(const struct hb_ctx *ctx);
+void hb_p2p_grant_stop(void);
+void hb_p2p_grant_poll(void); /* at wrapper entries (rate-limited) */
+/* The pair (c, dest) of a send, made on first use; NULL: none. */
+struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
+void hb_p2p_ask(struct p2p_txpair *tp); /* REQ, never blocks */
 
 #endif

@@ -200,3 +200,29 @@ hotbuf_test_comm_verify(MPI_Comm comm, const void *claim, size_t len)
         return -1;
     return hb_p2p_name_verify(comm, claim);
 }
+
+static int same(const struct hb_p2p_name *n, const uint64_t hash[2])
+{
+    return n->hash[0] == hash[0] && n->hash[1] == hash[1];
+}
+
+int hb_p2p_names_find(const uint64_t hash[2], MPI_Comm *out)
+{
+    struct hb_names_entry *w;
+    int rc = -1;
+    hb_lock();
+    if ((w = hb_names_find(MPI_COMM_WORLD)) && same(&w->name, hash)) {
+        *out = MPI_COMM_WORLD;
+        rc = 0;
+    }
+    for (int b = 0; rc && b < HB_NAMES_BUCKETS; b++)
+        for (struct hb_names_entry *e = hb_names.bucket[b]; rc && e;
+             e = e->next)
+            if (e->tracked && e->status == HB_P2P_NAMED &&
+                same(&e->name, hash)) {
+                *out = e->comm;
+                rc = 0;
+            }
+    hb_unlock();
+    return rc;
+}

@@ -92,6 +92,10 @@ struct hb_p2p_name_claim {
 int hb_p2p_name_claim(MPI_Comm comm, struct hb_p2p_name_claim *out);
 int hb_p2p_name_verify(MPI_Comm comm, const struct hb_p2p_name_claim *theirs);
 
+/* The communicator named hash (a peer's claim) among those this process
+ * made and uses: 0 and *out, or -1.  O(table): the grant only. */
+int hb_p2p_names_find(const uint64_t hash[2], MPI_Comm *out);
+
 /* For the report (the point-to-point section): communicators created
  * since MPI_Init by outcome at creation (per_status[HB_P2P_NAMED]: named),
  * and the claims verified: agreed, refused because they differed, refused

@@ -37,7 +37,10 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     p2p.stats.mprobes++;
     hb_pm_take(&c->m, &m->n);
     p2p.n_unexp--;
-    *msg = m->msg;
+    if (m->kind == MSG_RING)
+        hb_p2p_ring_message(m, msg);
+    else
+        *msg = m->msg;
     free(m);
 }
 
@@ -94,5 +97,100 @@ int hb_p2p_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg,
     while (!(m = look(c, source, tag)))
         hb_progress_yield(NULL);
     hand_out(c, m, msg, st);
+    return MPI_SUCCESS;
+}
+
+/* ---- ring messages as MPI messages ------------------------------------
+ * A ring message has no MPI_Message of its own: a matched probe sends it
+ * to this process on a private duplicate of MPI_COMM_SELF and probes that
+ * (one copy, on this rare path only).  MPI then says the source is 0:
+ * Mrecv/Imrecv put the real one back, from this list (few entries: each
+ * lives from the probe to the receive). */
+struct ring_out {
+    MPI_Message msg;
+    MPI_Request send;
+    int source;
+};
+static struct ring_out *outs;
+static int nouts, capouts;
+
+static void reap_sends(void)
+{
+    for (int i = 0; i < nouts; i++)
+        if (outs[i].msg == MPI_MESSAGE_NULL &&
+            outs[i].send != MPI_REQUEST_NULL) {
+            int done = 0;
+            PMPI_Test(&outs[i].send, &done, MPI_STATUS_IGNORE);
+        }
+    while (nouts && outs[nouts - 1].msg == MPI_MESSAGE_NULL &&
+           outs[nouts - 1].send == MPI_REQUEST_NULL)
+        nouts--;
+}
+
+int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg)
+{
+    MPI_Status st;
+    reap_sends();
+    if (nouts == capouts) {
+        int cap = capouts ? 2 * capouts : 8;
+        struct ring_out *v = realloc(outs, (size_t)cap * sizeof(*v));
+        if (!v)
+            abort(); /* the message is out of the store already */
+        outs = v;
+        capouts = cap;
+    }
+    struct ring_out *o = &outs[nouts++];
+    o->source = m->n.source;
+    PMPI_Isend(m->data, (int)m->bytes, MPI_BYTE, 0, m->n.tag, p2p.self,
+               &o->send);
+    PMPI_Mprobe(0, m->n.tag, p2p.self, &o->msg, &st);
+    *msg = o->msg;
+    return MPI_SUCCESS;
+}
+
+/* The entry of a handed-out ring message, or NULL. */
+static struct ring_out *ring_out_of(MPI_Message msg)
+{
+    for (int i = 0; msg != MPI_MESSAGE_NULL && i < nouts; i++)
+        if (outs[i].msg == msg)
+            return &outs[i];
+    return NULL;
+}
+
+int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+                 MPI_Status *st)
+{
+    struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
+    MPI_Status mine;
+    int rc;
+    if (!o)
+        return PMPI_Mrecv(buf, count, type, msg, st);
+    rc = PMPI_Mrecv(buf, count, type, msg, &mine);
+    mine.MPI_SOURCE = o->source;
+    o->msg = MPI_MESSAGE_NULL;
+    reap_sends();
+    if (st != MPI_STATUS_IGNORE)
+        *st = mine;
+    return rc;
+}
+
+/* The data is here already: received at once, handed back as a complete
+ * hotbuf request. */
+int hb_p2p_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+                  MPI_Request *req)
+{
+    struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
+    struct p2p_req *r;
+    if (!o)
+        return PMPI_Imrecv(buf, count, type, msg, req);
+    if (!(r = hb_p2p_req_new()) || hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
+        free(r);
+        return MPI_ERR_NO_MEM;
+    }
+    r->comm = p2p.self;
+    r->err = hb_p2p_mrecv(buf, count, type, msg, &r->st);
+    r->state = RQ_DONE;
+    hb_p2p_req_insert(r);
+    *req = r->handle;
     return MPI_SUCCESS;
 }

@@ -59,7 +59,11 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
 {
     struct p2p_comm *c;
     struct p2p_req *r;
-    if (p2p.mode != P2P_MODE_AFTER || source == MPI_PROC_NULL ||
+    /* with the ring, a grant pulls comm at any later wrapper entry: MPI's
+     * receive must be known then, or it takes the switched sender's
+     * messages behind the merge's back (they are missing from its count
+     * and the ring's messages wait for them forever) */
+    if ((p2p.mode != P2P_MODE_AFTER && !p2p.ring) || source == MPI_PROC_NULL ||
         !(c = hb_p2p_comm_get(comm)) || c->state != COMM_NORMAL ||
         !(r = hb_p2p_req_new()))
         return;
@@ -155,6 +159,7 @@ int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                     MPI_Status *st)
 {
     HB_P2P_ROUTE(sendrecv);
+    hb_p2p_send_half(comm, dest);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -190,6 +195,7 @@ int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                             MPI_Comm comm, MPI_Status *st)
 {
     HB_P2P_ROUTE(sendrecv_replace);
+    hb_p2p_send_half(comm, dest);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;
@@ -227,6 +233,7 @@ int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                      MPI_Request *req)
 {
     HB_P2P_ROUTE(isendrecv);
+    hb_p2p_send_half(comm, dest);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -251,6 +258,7 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              MPI_Comm comm, MPI_Request *req)
 {
     HB_P2P_ROUTE(isendrecv_replace);
+    hb_p2p_send_half(comm, dest);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;

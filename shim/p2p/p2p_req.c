@@ -152,11 +152,41 @@ void hb_p2p_req_post(struct p2p_comm *c, struct p2p_req *r)
     p2p.n_posted++;
 }
 
+static void finish(struct p2p_req *r, int rc);
+
+/* A ring message: unpacked from its slot (or its copy) into the receive,
+ * the status made as MPI makes it.  A truncation fills what fits and
+ * raises MPI_ERR_TRUNCATE through the communicator's handler when the
+ * application completes the receive, as MPI does. */
+static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
+{
+    MPI_Count size = 0, cap, n = m->bytes;
+    int pos = 0, rc = MPI_SUCCESS;
+    PMPI_Type_size_x(r->type, &size);
+    cap = size * r->count;
+    r->st = m->st;
+    if (n > cap) {
+        n = cap;
+        rc = MPI_ERR_TRUNCATE;
+        r->raise = 1;
+    }
+    if (n && size)
+        PMPI_Unpack(m->data, (int)n, &pos, r->buf, (int)(n / size), r->type,
+                    r->c->comm);
+    PMPI_Status_set_elements_x(&r->st, MPI_BYTE, n);
+    free(m);
+    finish(r, rc);
+}
+
 /* Straight into the receive's buffer; MPI itself checks the size and
  * reports a truncation when the request completes, through the
  * communicator's error handler, as for its own receives. */
 void hb_p2p_req_deliver(struct p2p_req *r, struct p2p_msg *m)
 {
+    if (m->kind == MSG_RING) {
+        deliver_ring(r, m);
+        return;
+    }
     r->state = RQ_MATCHED;
     if (r->blocking) { /* hb_p2p_req_block receives it */
         r->msg = m->msg;
@@ -256,6 +286,10 @@ void hb_p2p_req_block(struct p2p_req *r)
 int hb_p2p_req_complete(struct p2p_req *r, MPI_Request *handle, MPI_Status *st)
 {
     int rc = r->err;
+    if (r->raise && rc != MPI_SUCCESS) {
+        r->raise = 0;
+        PMPI_Comm_call_errhandler(r->comm, rc);
+    }
     if (st != MPI_STATUS_IGNORE)
         *st = r->st;
     if (r->hijacked) { /* consume MPI's cancelled receive */

@@ -7,6 +7,7 @@ _Static_assert(sizeof(struct hb_p2p_summary) % 8 == 0,
                "records concatenate unpadded");
 
 static const char *const off_names[] = {HB_P2P_OFF_REASONS(HB_REPORT_NAME)};
+static const char *const refusal_names[] = {HB_P2P_REFUSALS(HB_REPORT_NAME)};
 
 /* Sums every counter; the high-water mark is the largest of any rank. */
 static void merge(void *acc, const void *rec)
@@ -19,6 +20,44 @@ static void merge(void *acc, const void *rec)
     for (size_t i = 0; i < sizeof(*a) / sizeof(uint64_t); i++)
         av[i] += rv[i];
     a->unexp_hwm = hwm;
+}
+
+/* Part 2: pairs and the ring, when any pair was asked for. */
+static void ring_text(FILE *out, const struct hb_p2p_summary *m)
+{
+    if (!m->pairs_asked && !m->grants)
+        return;
+    fprintf(out,
+            "  pairs: %llu asked, %llu live, %llu back on MPI after a fault; "
+            "refused: ",
+            (unsigned long long)m->pairs_asked,
+            (unsigned long long)m->pairs_live,
+            (unsigned long long)m->pairs_dead);
+    hb_report_text_counts(out, m->pairs_refused, 0, HB_P2P_NREFUSALS,
+                          refusal_names);
+    fprintf(
+        out,
+        "\n  ring: %llu message(s), %llu B (%llu zero-copy), %llu by MPI "
+        "on live pairs, %llu marker(s), %llu resent, %llu credit(s)\n",
+        (unsigned long long)m->ring_msgs, (unsigned long long)m->ring_bytes,
+        (unsigned long long)m->ring_zcopy, (unsigned long long)m->live_by_mpi,
+        (unsigned long long)m->markers_out, (unsigned long long)m->ring_resends,
+        (unsigned long long)m->ring_credits);
+}
+
+#define RING_JSON(f, key)                                                      \
+    fprintf(out, "\"" key "\": %llu, ", (unsigned long long)m->f);
+static void ring_json(FILE *out, const struct hb_p2p_summary *m)
+{
+    fprintf(out, ", \"ring\": {");
+    HB_P2P_RING_COUNTERS(RING_JSON)
+    fprintf(out, "\"refused\": ");
+    hb_report_json_counts(out, m->pairs_refused, 0, HB_P2P_NREFUSALS,
+                          refusal_names);
+    fprintf(out, ", \"grants_refused\": ");
+    hb_report_json_counts(out, m->grants_refused, 0, HB_P2P_NREFUSALS,
+                          refusal_names);
+    fprintf(out, "}");
 }
 
 static void render_text(FILE *out, const void *acc, const struct hb_report *r)
@@ -50,6 +89,7 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
                 "  %llu truncated receive(s), %llu Comm_free(s) deferred\n",
                 (unsigned long long)m->truncated,
                 (unsigned long long)m->frees_deferred);
+    ring_text(out, m);
 }
 
 static void render_json(FILE *out, const void *acc, const struct hb_report *r)
@@ -72,6 +112,7 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
         (unsigned long long)m->truncated,
         (unsigned long long)m->frees_deferred);
     hb_report_json_counts(out, m->comms_off, 0, HB_P2P_NREASONS, off_names);
+    ring_json(out, m);
     fprintf(out, "}");
 }
 

@@ -22,6 +22,40 @@
 
 enum hb_p2p_off_reason { HB_P2P_OFF_REASONS(HB_REPORT_ENUM) HB_P2P_NREASONS };
 
+/* Why a grant was refused (by the receiver, or given up by the sender). */
+#define HB_P2P_REFUSALS(_)                                                     \
+    _(HB_P2P_REFUSE_NO_RING, "no_ring")      /* ring off at the receiver */    \
+    _(HB_P2P_REFUSE_UNKNOWN, "unknown_comm") /* no such communicator */        \
+    _(HB_P2P_REFUSE_UNNAMED, "unnamed")      /* names differ or missing */     \
+    _(HB_P2P_REFUSE_NO_PULL, "no_pull")      /* cannot match there */          \
+    _(HB_P2P_REFUSE_BUDGET, "budget")        /* no memory for the channel */   \
+    _(HB_P2P_REFUSE_CHANNEL, "channel")      /* the sender could not use it */ \
+    _(HB_P2P_REFUSE_INTRANODE, "intranode") /* same node: MPI's shared memory */
+
+enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
+
+/* Part 2's counters: field, JSON key. */
+#define HB_P2P_RING_COUNTERS(_)                                                \
+    _(pairs_asked, "asked")       /* REQs sent */                              \
+    _(pairs_live, "live")         /* pairs that went live (sender) */          \
+    _(pairs_dead, "dead")         /* live pairs back on MPI after a fault */   \
+    _(grants, "granted")          /* GRANTs sent (receiver) */                 \
+    _(markers_out, "markers_out") /* in-band markers sent */                   \
+    _(markers_in, "markers_in")   /* ... and consumed */                       \
+    _(ring_msgs, "ring_msgs")     /* messages sent by ring */                  \
+    _(ring_bytes, "ring_bytes")                                                \
+    _(ring_zcopy, "ring_zcopy")   /* ... of them from the user buffer */       \
+    _(live_by_mpi, "live_by_mpi") /* sends on live pairs that went by MPI */   \
+    _(live_connecting, "live_connecting") /* ... as the QP was connecting */   \
+    _(live_no_slot, "live_no_slot")   /* ... for want of a slot (credit) */    \
+    _(ring_received, "ring_received") /* records taken (receiver) */           \
+    _(ring_dups, "ring_dups")         /* duplicates dropped (after a fault) */ \
+    _(ring_resends, "resends")        /* records resent by MPI (sender) */     \
+    _(ring_resent_in, "resent_in")    /* RESENDs received */                   \
+    _(ring_credits, "credits")        /* credit immediates sent */
+
+#define HB_P2P_COUNTER_FIELD(f, key) uint64_t f;
+
 /* One rank's counters (also its report record: summed over the ranks,
  * except the high-water mark, the largest of any rank). */
 struct hb_p2p_summary {
@@ -37,6 +71,9 @@ struct hb_p2p_summary {
     uint64_t mprobes;         /* message handles handed out */
     uint64_t truncated;       /* receives that raised MPI_ERR_TRUNCATE */
     uint64_t frees_deferred;  /* Comm_free delayed by pending receives */
+    HB_P2P_RING_COUNTERS(HB_P2P_COUNTER_FIELD)
+    uint64_t pairs_refused[HB_P2P_NREFUSALS];  /* sender: refused, by why */
+    uint64_t grants_refused[HB_P2P_NREFUSALS]; /* receiver: refused */
 };
 
 extern const struct hb_report_section hb_p2p_section;

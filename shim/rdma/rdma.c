@@ -73,6 +73,28 @@ static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
             "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
 }
 
+/* The transport's one immediate callback hands each to its class. */
+static void dispatch_imm(void *ctx, int peer, uint32_t imm, uint32_t byte_len)
+{
+    struct hb_rdma *r = ctx;
+    unsigned cls = HB_IMM_CLASS(imm);
+    if (!r->imm[cls].fn) {
+        r->imm_dropped++;
+        return;
+    }
+    r->imm[cls].fn(r->imm[cls].ctx, peer, HB_IMM_BODY(imm), byte_len);
+}
+
+int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_rdma_imm_fn fn,
+                         void *ctx)
+{
+    if (cls == 0 || cls >= HB_IMM_CLASSES)
+        return -1;
+    r->imm[cls].fn = fn;
+    r->imm[cls].ctx = ctx;
+    return 0;
+}
+
 int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank,
                   int size, MPI_Comm comm)
 {
@@ -82,6 +104,8 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank,
     p.device = cfg->device;
     p.port = cfg->port;
     p.connect_timeout_s = cfg->connect_timeout;
+    p.on_imm = dispatch_imm;
+    p.on_imm_ctx = r;
     if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why))) {
         r->tr = NULL;
         /* every rank joins the bootstrap, also one whose open failed */

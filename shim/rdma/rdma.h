@@ -22,10 +22,26 @@ struct hb_transport;
 struct hb_regcache;
 struct hb_region;
 
+/* Immediates (RDMA WRITE WITH IMMEDIATE) are shared by the subsystems: the
+ * top 4 bits of the 32-bit value say whose it is, the rest is theirs. */
+enum { HB_IMM_CLASS_AG = 1, HB_IMM_CLASS_P2P = 2, HB_IMM_CLASSES = 16 };
+#define HB_IMM_CLASS(imm) ((uint32_t)(imm) >> 28)
+#define HB_IMM_BODY(imm) ((uint32_t)(imm)&0x0fffffffu)
+#define HB_IMM_MAKE(cls, body) (((uint32_t)(cls) << 28) | HB_IMM_BODY(body))
+
+/* Called inside the transport's progress (may post, must not close). */
+typedef void (*hb_rdma_imm_fn)(void *ctx, int peer, uint32_t body,
+                               uint32_t byte_len);
+
 struct hb_rdma {
     struct hb_transport *tr;   /* NULL: RDMA pass-through */
     struct hb_regcache *cache; /* NULL: user buffers are not registered */
     int memmon_active;
+    struct {
+        hb_rdma_imm_fn fn;
+        void *ctx;
+    } imm[HB_IMM_CLASSES];
+    uint64_t imm_dropped;            /* of a class nobody registered */
     char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
 };
 
@@ -49,6 +65,11 @@ void hb_rdma_summarize(const struct hb_rdma *r, int rank,
  * pages' registration.  0, or the cache's error (then use PMPI). */
 int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
                      struct hb_region **out);
+
+/* Immediates of class cls go to fn from now on (fn NULL: dropped again).
+ * 0, or -1 for a class out of range. */
+int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_rdma_imm_fn fn,
+                         void *ctx);
 
 /* Collective: a barrier (no peer may still write into our memory), then
  * close everything. */

@@ -133,8 +133,19 @@ static void rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc)
 {
     int peer = HB_WRID_PEER(wc->wr_id);
     struct hb_peer *pe = peer < t->size && t->peers ? t->peers[peer] : NULL;
-    if (!pe || pe->state == HB_PEER_FAILED)
+    if (!pe)
         return;
+    if (pe->state == HB_PEER_FAILED) {
+        /* a write placed before the failure is final: the layer above
+         * counts on seeing it (point-to-point drops its resent copy) */
+        if (wc->status == IBV_WC_SUCCESS &&
+            wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM && t->p.on_imm) {
+            t->st.imm_received++;
+            t->p.on_imm(t->p.on_imm_ctx, peer, ntohl(wc->imm_data),
+                        wc->byte_len);
+        }
+        return;
+    }
     pe->rq_posted--;
     if (wc->status != IBV_WC_SUCCESS) {
         hb_tr_peer_fail(

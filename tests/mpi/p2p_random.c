@@ -171,13 +171,22 @@ static int pick_count(rng_t *r)
     return 65536 + rnd(r, 200000); /* rendezvous on every transport */
 }
 
+/* P2P_RANDOM_HOT=1 (the same in every run compared): a hot-buffer mix
+ * for issue 13's ring.  More messages, more channels with every receive
+ * early, half their messages blocking MPI_Send of at most 8000 bytes, and
+ * blocking sends from one buffer per rank reused for every message, so
+ * it turns hot and the pairs ask for grants. */
+static int hot_mix;
+static int *hot_buf;
+#define HOT_MAX 2000 /* ints */
+
 static void gen_messages(rng_t *r, sched_t *s, int *early_all)
 {
     int g = s->g;
-    s->nmsg = 1 + rnd(r, 3 * g + 2);
+    s->nmsg = 1 + rnd(r, (hot_mix ? 8 : 3) * g + 2);
     s->msg = calloc((size_t)s->nmsg, sizeof(msg_t));
     for (int c = 0; c < g * g; c++)
-        early_all[c] = rnd(r, 3) == 0;
+        early_all[c] = hot_mix ? rnd(r, 3) != 0 : rnd(r, 3) == 0;
     for (int i = 0; i < s->nmsg; i++) {
         msg_t *m = &s->msg[i];
         m->src = rnd(r, g), m->dst = rnd(r, g), m->tag = rnd(r, NTAGS),
@@ -187,6 +196,10 @@ static void gen_messages(rng_t *r, sched_t *s, int *early_all)
             m->mode = rnd(r, S_NMODES);
         while ((needs_early[m->mode] && !early_all[m->src * g + m->dst]) ||
                (is_buffered[m->mode] && m->count > BSEND_MAX));
+        if (hot_mix && early_all[m->src * g + m->dst] && rnd(r, 2)) {
+            m->mode = S_SEND;
+            m->count = rnd(r, HOT_MAX + 1);
+        }
         s->has_rsend |= is_ready[m->mode];
     }
 }
@@ -1175,10 +1188,15 @@ static void run_phase(result_t *res, int wrank, int wsize)
         sbuf[i] = NULL;
         if (m->src != me)
             continue;
-        sbuf[i] = malloc((size_t)(m->count ? m->count : 1) * sizeof(int));
+        int *b = hot_mix && m->count <= HOT_MAX &&
+                         (m->mode == S_SEND || m->mode == S_SSEND ||
+                          m->mode == S_RSEND || m->mode == S_BSEND)
+                     ? hot_buf /* free again when the call returns */
+                     : (sbuf[i] = malloc((size_t)(m->count ? m->count : 1) *
+                                         sizeof(int)));
         for (int j = 0; j < m->count; j++)
-            sbuf[i][j] = word(res->seed, res->phase, m->id, j);
-        do_send(m, sbuf[i], comm, &pd);
+            b[j] = word(res->seed, res->phase, m->id, j);
+        do_send(m, b, comm, &pd);
     }
     /* 4: receives posted after the sends */
     for (int k = 0; k < s.nop; k++)
@@ -1235,6 +1253,9 @@ int main(int argc, char **argv)
     unsigned long first = strtoul(argv[1], NULL, 10),
                   count = strtoul(argv[2], NULL, 10);
     trace = argc > 3 && strcmp(argv[3], "trace") == 0;
+    const char *hot = getenv("P2P_RANDOM_HOT");
+    hot_mix = hot && !strcmp(hot, "1");
+    hot_buf = malloc(sizeof(int) * (HOT_MAX + 1));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Type_contiguous(3, MPI_INT, &t3_type);
     MPI_Type_commit(&t3_type);

@@ -119,6 +119,7 @@ static const struct {
     {"HOTBUF_AG_BUFFER", "131072"},
     {"HOTBUF_P2P", "1"},
     {"HOTBUF_P2P_PULL", "auto"},
+    {"HOTBUF_P2P_RING", "0"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -481,6 +482,7 @@ static const struct {
     {"HOTBUF_AG_BUFFER", "64K"},
     {"HOTBUF_P2P", "0"},
     {"HOTBUF_P2P_PULL", "all"},
+    {"HOTBUF_P2P_RING", "1"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 

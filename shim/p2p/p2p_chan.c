@@ -1,0 +1,617 @@
+/* Point-to-point channels (P2P-DESIGN.md §5.5-5.7, §5.11; issue 13).
+ *
+ * One channel per direction of a pair of processes that some grant
+ * switched on, made at the first grant and kept until MPI_Finalize:
+ *   receiver B: a registered region cut into bucketed slots
+ *               (p2p_slots.h), charged to the peer's budget; the records
+ *               A writes land there, each announced by an immediate;
+ *   sender A:   a registered staging area ([credit word | header |
+ *               payload copy]) and the slot bookkeeping of B's region.
+ * A record is one RDMA WRITE WITH IMMEDIATE of [header, payload]: the
+ * payload straight from the user buffer when it is hot (its registration
+ * from the cache), else copied behind the header.  The immediate names
+ * the slot.  B copies each record out when it is processed (into the
+ * matched receive, else into the unexpected store), so slots free in the
+ * order they were written, and returns credits as zero-length immediates
+ * into A's credit word.
+ *
+ * Immediates arrive inside the transport's progress, possibly inside MPI
+ * (the hook): the handler only queues them.  hb_p2p_chan_drain, run by
+ * point-to-point's progress with its busy flag, does the matching.
+ *
+ * A blocking send waits for its record's RC completion, so at most one
+ * record per sender is ever unacknowledged; when the wait fails (QP error,
+ * peer failed) that record goes again by MPI as a RESEND on its
+ * communicator, and every pair to that peer stays on MPI (DEAD). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "core/progress.h"
+#include "core/track_mpi.h"
+#include "regcache/regcache.h"
+#include "regcache/regcache_verbs.h"
+#include "transport/transport.h"
+#include "p2p_int.h"
+
+#define CREDIT_WORD 64 /* the staging area's first bytes: credits land here */
+
+struct p2p_peer {
+    /* sending to this peer */
+    int tx_up, tx_dead;
+    struct hb_slot_layout tl;
+    struct hb_slot_tx stx;
+    struct hb_pp_peer pp;
+    uint64_t raddr;
+    uint32_t rkey;
+    char *stage;
+    struct ibv_mr *stage_mr;
+    /* receiving from this peer */
+    int rx_up;
+    char *region;
+    struct ibv_mr *region_mr;
+    struct hb_slot_layout rl;
+    struct hb_slot_rx srx;
+    uint64_t rx_budget; /* rl was made for it: every grant says the same */
+    uint64_t ack_addr;
+    uint32_t ack_rkey;
+    uint32_t *fifo; /* immediates not yet processed */
+    uint32_t fifo_cap, fifo_head, fifo_tail;
+    struct hb_tr_op credit_op; /* the last credit write (seq 0: none) */
+    long charged;
+};
+
+static struct {
+    struct hb_transport *tr;
+    struct hb_rdma *rdma;
+    int size;
+    uint32_t max_msg;
+    int *rxlist; /* peers with a receive channel */
+    int nrx;
+    struct p2p_msg *in_slot; /* the record being processed, still in its slot */
+    /* test switches: a QP error before record number fault_at (0: never);
+     * the region's budget (0: what the peer's budget leaves) */
+    uint64_t fault_at, records;
+    uint64_t test_budget;
+} ch;
+
+static struct p2p_peer *peer(int w)
+{
+    return &p2p.peers[w];
+}
+
+/* ---- immediates (inside the transport's progress: no MPI here) -------- */
+
+static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
+{
+    (void)ctx;
+    (void)len;
+    if (w < 0 || w >= ch.size)
+        return;
+    struct p2p_peer *p = peer(w);
+    switch (HB_P2P_IMM_KIND(body)) {
+    case HB_IMM_P2P_CREDIT: {
+        int b = (int)HB_P2P_IMM_BUCKET(body);
+        if (p->tx_up && b < p->tl.nbuckets)
+            hb_slot_tx_credit(&p->stx, b, p->stx.freed[b] + HB_P2P_IMM_N(body));
+        return;
+    }
+    case HB_IMM_P2P_DATA:
+        if (!p->rx_up || (p->fifo_tail + 1) % p->fifo_cap == p->fifo_head) {
+            hb_transport_fail_peer(ch.tr, w, "point-to-point: stray record");
+            return;
+        }
+        p->fifo[p->fifo_tail] = body;
+        p->fifo_tail = (p->fifo_tail + 1) % p->fifo_cap;
+        return;
+    }
+}
+
+int hb_p2p_chan_start(const struct hb_ctx *ctx)
+{
+    memset(&ch, 0, sizeof(ch));
+    ch.rdma = ctx->rdma;
+    ch.tr = ctx->rdma ? ctx->rdma->tr : NULL;
+    if (!ch.tr)
+        return -1;
+    ch.size = ctx->size;
+    ch.max_msg = ctx->cfg->eager_limit < (1u << 15)
+                     ? (uint32_t)ctx->cfg->eager_limit
+                     : (1u << 15);
+    const char *fault = getenv("HOTBUF_TEST_P2P_FAULT");
+    const char *budget = getenv("HOTBUF_TEST_P2P_BUDGET");
+    ch.fault_at = fault ? strtoull(fault, NULL, 10) : 0;
+    ch.test_budget = budget ? strtoull(budget, NULL, 10) : 0;
+    p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
+    ch.rxlist = calloc((size_t)ctx->size, sizeof(*ch.rxlist));
+    if (!p2p.peers || !ch.rxlist)
+        return -1;
+    return hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_P2P, on_imm, NULL);
+}
+
+static void free_peer(int w, struct p2p_peer *p)
+{
+    if (p->stage_mr)
+        ibv_dereg_mr(p->stage_mr);
+    if (p->region_mr)
+        ibv_dereg_mr(p->region_mr);
+    if (p->charged)
+        hb_transport_charge(ch.tr, w, -p->charged);
+    free(p->stage);
+    free(p->region);
+    free(p->fifo);
+}
+
+/* Before the barrier of MPI_Finalize: a credit still on its way could
+ * reach a staging area its owner deregisters after the barrier. */
+void hb_p2p_chan_quiesce(void)
+{
+    for (int i = 0; ch.tr && i < ch.nrx; i++) {
+        struct p2p_peer *p = peer(ch.rxlist[i]);
+        if (p->credit_op.seq)
+            hb_transport_wait(ch.tr, &p->credit_op, NULL, NULL);
+    }
+}
+
+/* After a barrier (p2p.c): no peer writes into a region any more. */
+void hb_p2p_chan_stop(void)
+{
+    if (ch.rdma && ch.tr)
+        hb_rdma_imm_register(ch.rdma, HB_IMM_CLASS_P2P, NULL, NULL);
+    for (int w = 0; p2p.peers && w < ch.size; w++)
+        free_peer(w, peer(w));
+    free(p2p.peers);
+    free(ch.rxlist);
+    p2p.peers = NULL;
+    memset(&ch, 0, sizeof(ch));
+}
+
+/* ---- set-up, from the handshake -------------------------------------- */
+
+static void *alloc_registered(size_t bytes, struct ibv_mr **mr)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 4096, bytes))
+        return NULL;
+    memset(p, 0, bytes);
+    *mr = ibv_reg_mr(hb_transport_pd(ch.tr), p, bytes,
+                     IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+    if (!*mr) {
+        free(p);
+        return NULL;
+    }
+    return p;
+}
+
+static size_t stage_bytes(void)
+{
+    return CREDIT_WORD + HB_SLOT_HDR + ch.max_msg;
+}
+
+/* The region's share of the peer's budget: what the transport's own
+ * objects and this rank's staging area for the peer leave. */
+static uint64_t region_budget(void)
+{
+    struct hb_transport_mem m;
+    if (ch.test_budget)
+        return ch.test_budget;
+    hb_transport_get_mem(ch.tr, &m);
+    size_t used = m.per_peer_bytes + stage_bytes();
+    return m.budget_per_peer > used ? m.budget_per_peer - used : 0;
+}
+
+static int charge(int w, struct p2p_peer *p, size_t bytes)
+{
+    if (hb_transport_charge(ch.tr, w, (long)bytes))
+        return -1;
+    p->charged += (long)bytes;
+    return 0;
+}
+
+static int rx_make(int w, struct p2p_peer *p)
+{
+    uint32_t slots = 0;
+    p->rx_budget = region_budget();
+    if (hb_slot_layout_make(&p->rl, p->rx_budget, ch.max_msg) ||
+        charge(w, p, p->rl.bytes))
+        return -1;
+    for (int b = 0; b < p->rl.nbuckets; b++)
+        slots += p->rl.count[b];
+    p->fifo_cap = slots + 1;
+    p->fifo = calloc(p->fifo_cap, sizeof(*p->fifo));
+    p->region = p->fifo ? alloc_registered(p->rl.bytes, &p->region_mr) : NULL;
+    if (!p->region)
+        return -1;
+    hb_slot_rx_init(&p->srx, &p->rl);
+    ch.rxlist[ch.nrx++] = w;
+    p->rx_up = 1;
+    return 0;
+}
+
+int hb_p2p_chan_rx(int a, uint64_t ack_addr, uint32_t ack_rkey,
+                   struct hb_ctrl *grant)
+{
+    struct p2p_peer *p = peer(a);
+    if (!p->rx_up && rx_make(a, p))
+        return -1;
+    p->ack_addr = ack_addr;
+    p->ack_rkey = ack_rkey;
+    grant->region = (uint64_t)(uintptr_t)p->region;
+    grant->rkey = p->region_mr->rkey;
+    grant->budget = p->rx_budget;
+    hb_transport_connect(ch.tr, a); /* under way while the grant travels */
+    grant->max_msg = ch.max_msg;
+    return 0;
+}
+
+static int tx_make(int w, struct p2p_peer *p)
+{
+    if (p->stage)
+        return 0;
+    if (charge(w, p, stage_bytes()))
+        return -1;
+    p->stage = alloc_registered(stage_bytes(), &p->stage_mr);
+    if (!p->stage)
+        return -1;
+    hb_pp_peer_init(&p->pp);
+    return 0;
+}
+
+void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey)
+{
+    struct p2p_peer *p = peer(b);
+    *addr = 0;
+    *rkey = 0;
+    if (tx_make(b, p) == 0) {
+        *addr = (uint64_t)(uintptr_t)p->stage;
+        *rkey = p->stage_mr->rkey;
+    }
+}
+
+/* The first grant from b sets the channel up; later ones (other
+ * communicators) name the same region. */
+int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant)
+{
+    struct p2p_peer *p = peer(b);
+    if (p->tx_dead || tx_make(b, p))
+        return -1;
+    if (p->tx_up)
+        return 0;
+    if (grant->max_msg > ch.max_msg ||
+        hb_slot_layout_make(&p->tl, grant->budget, grant->max_msg))
+        return -1;
+    hb_slot_tx_init(&p->stx, &p->tl);
+    p->raddr = grant->region;
+    p->rkey = grant->rkey;
+    p->tx_up = 1;
+    hb_transport_connect(ch.tr, b);
+    return 0;
+}
+
+/* ---- sending ---------------------------------------------------------- */
+
+/* The fault path (§5.11): the record may or may not have been placed; it
+ * goes again by MPI on its communicator, where it travels ahead of every
+ * later MPI message of this sender, and the receiver drops it if it saw
+ * the original.  Then every pair to this peer stays on MPI. */
+static void resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
+                   const void *buf, uint32_t bytes)
+{
+    size_t n = sizeof(struct hb_inband) + sizeof(*h) + bytes;
+    char *m = malloc(n);
+    struct hb_inband ib = {p2p.nonce, HB_INBAND_RESEND, h->rseq};
+    if (!m)
+        abort(); /* a record that may be lost cannot be dropped */
+    memcpy(m, &ib, sizeof(ib));
+    memcpy(m + sizeof(ib), h, sizeof(*h));
+    memcpy(m + sizeof(ib) + sizeof(*h), buf, bytes);
+    PMPI_Send(m, (int)n, MPI_BYTE, tp->dest, p2p.tstar, tp->c->comm);
+    free(m);
+    p2p.stats.ring_resends++;
+}
+
+static void peer_dead(int w)
+{
+    struct p2p_peer *p = peer(w);
+    p->tx_dead = 1;
+    p->tx_up = 0;
+    for (uint32_t i = 0; i < p2p.ntxs; i++)
+        if (p2p.txs[i] && p2p.txs[i]->world == w &&
+            p2p.txs[i]->pp.state == HB_PP_LIVE) {
+            hb_pp_dead(&p2p.txs[i]->pp);
+            p2p.stats.pairs_dead++;
+        }
+}
+
+static void fill_hdr(struct hb_ring_hdr *h, struct p2p_txpair *tp,
+                     struct hb_pp_rec *rec, uint32_t bytes, int tag, int zc)
+{
+    memset(h, 0, sizeof(*h));
+    h->cid = tp->cid;
+    h->src = tp->c->rank;
+    h->tag = tag;
+    h->nbytes = bytes;
+    h->rseq = rec->rseq;
+    h->mpi_before = rec->mpi_before;
+    h->type = HB_RING_DATA;
+    h->zcopy = (uint16_t)zc;
+}
+
+/* Posts the record; HB_TR_* of the post. */
+static int post(struct p2p_peer *p, int w, const struct hb_tr_sge *sg, int nsge,
+                uint64_t off, uint32_t imm, struct hb_tr_op *op)
+{
+    struct hb_tr_wr wr = {.opcode = HB_TR_WRITE_IMM,
+                          .sg = sg,
+                          .nsge = nsge,
+                          .remote_addr = p->raddr + off,
+                          .rkey = p->rkey,
+                          .imm = imm,
+                          .flags = HB_TR_F_SIGNAL};
+    int rc;
+    while ((rc = hb_transport_post(ch.tr, w, &wr, op)) == HB_TR_BUSY)
+        hb_progress_yield(NULL);
+    return rc;
+}
+
+/* The payload's gather entry: the user buffer itself when hot and
+ * registered (*reg to put back), else a copy behind the header. */
+static void payload(struct p2p_peer *p, const void *buf, uint32_t bytes,
+                    int hot, struct hb_tr_sge *sg, struct hb_region **reg)
+{
+    *reg = NULL;
+    if (hot && ch.rdma->cache &&
+        hb_rdma_register(ch.rdma, buf, bytes, reg) == 0) {
+        sg->addr = (uint64_t)(uintptr_t)buf;
+        sg->length = bytes;
+        sg->lkey = hb_region_mr(*reg)->lkey;
+        return;
+    }
+    *reg = NULL;
+    memcpy(p->stage + CREDIT_WORD + HB_SLOT_HDR, buf, bytes);
+    sg->addr = (uint64_t)(uintptr_t)(p->stage + CREDIT_WORD + HB_SLOT_HDR);
+    sg->length = bytes;
+    sg->lkey = p->stage_mr->lkey;
+}
+
+int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
+                     int tag, int hot)
+{
+    struct p2p_peer *p = peer(tp->world);
+    struct hb_tr_sge sg[2];
+    struct hb_region *reg;
+    struct hb_pp_rec rec;
+    struct hb_tr_op op;
+    int bucket, rc;
+    uint64_t off;
+    if (!p->tx_up || bytes > p->tl.cap[p->tl.nbuckets - 1])
+        return -1;
+    if (hb_transport_connect(ch.tr, tp->world) != HB_TR_OK) {
+        p2p.stats.live_connecting++;
+        return -1;
+    }
+    if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off)) {
+        p2p.stats.live_no_slot++;
+        return -1;
+    }
+    uint32_t slot =
+        (uint32_t)((off - p->tl.offset[bucket]) / p->tl.stride[bucket]);
+    hb_pp_ring(&tp->pp, &p->pp, &rec);
+    if (++ch.records == ch.fault_at) /* test: as a fatal link error would */
+        hb_transport_debug_qp_error(ch.tr, tp->world);
+    struct hb_ring_hdr *h = (void *)(p->stage + CREDIT_WORD);
+    payload(p, buf, bytes, hot, &sg[1], &reg);
+    fill_hdr(h, tp, &rec, bytes, tag, reg != NULL);
+    sg[0] = (struct hb_tr_sge){(uint64_t)(uintptr_t)h, HB_SLOT_HDR,
+                               p->stage_mr->lkey};
+    rc = post(p, tp->world, sg, bytes ? 2 : 1, off,
+              HB_IMM_MAKE(HB_IMM_CLASS_P2P,
+                          HB_P2P_IMM(HB_IMM_P2P_DATA, bucket, slot)),
+              &op);
+    if (rc == HB_TR_OK)
+        rc = hb_transport_wait(ch.tr, &op, hb_progress_yield, NULL);
+    hb_pp_acked(&rec);
+    if (rc != HB_TR_OK) {
+        struct hb_ring_hdr copy = *h;
+        peer_dead(tp->world);
+        resend(tp, &copy, buf, bytes);
+    } else {
+        p2p.stats.ring_msgs++;
+        p2p.stats.ring_bytes += bytes;
+        p2p.stats.ring_zcopy += reg != NULL;
+    }
+    if (reg)
+        hb_regcache_put(ch.rdma->cache, reg);
+    return 0;
+}
+
+/* ---- receiving -------------------------------------------------------- */
+
+void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp)
+{
+    struct hb_mg_item *it;
+    while ((it = hb_mg_next(&rp->mg))) {
+        struct p2p_msg *m = hb_container_of(it, struct p2p_msg, g);
+        if (m->kind == MSG_MARKER) {
+            free(m);
+            continue;
+        }
+        if (m == ch.in_slot) /* matched straight out of its slot */
+            ch.in_slot = NULL;
+        hb_p2p_match(c, m);
+    }
+}
+
+static struct p2p_msg *ring_msg(const struct hb_ring_hdr *h, const void *data)
+{
+    struct p2p_msg *m = malloc(sizeof(*m) + h->nbytes);
+    if (!m)
+        abort(); /* a placed record cannot be refused */
+    memset(m, 0, sizeof(*m));
+    m->kind = MSG_RING;
+    m->msg = MPI_MESSAGE_NULL;
+    m->data = (void *)data;
+    m->bytes = h->nbytes;
+    m->n.source = h->src;
+    m->n.tag = h->tag;
+    m->st.MPI_SOURCE = h->src;
+    m->st.MPI_TAG = h->tag;
+    m->st.MPI_ERROR = MPI_SUCCESS;
+    PMPI_Status_set_elements(&m->st, MPI_BYTE, (int)h->nbytes);
+    PMPI_Status_set_cancelled(&m->st, 0);
+    m->g.kind = HB_MG_RING;
+    m->g.rseq = h->rseq;
+    m->g.stamp = h->mpi_before;
+    return m;
+}
+
+/* The pair a record names, or NULL (a corrupt record). */
+static struct p2p_comm *record_comm(const struct hb_ring_hdr *h, int w,
+                                    struct p2p_rxpair **rp)
+{
+    struct p2p_comm *c = h->cid < p2p.ncids ? p2p.cids[h->cid] : NULL;
+    if (!c || !c->rx || h->src < 0 || h->src >= c->size)
+        return NULL;
+    *rp = c->rx[h->src];
+    return *rp && (*rp)->world == w ? c : NULL;
+}
+
+/* A record into its pair's merge; 0, or -1 when it names no pair.  data
+ * is borrowed (a slot, or a RESEND's buffer): a record the merge or the
+ * unexpected store keeps gets its own copy. */
+static int take_record(int w, const struct hb_ring_hdr *h, const void *data)
+{
+    struct p2p_rxpair *rp;
+    struct p2p_comm *c = record_comm(h, w, &rp);
+    if (!c)
+        return -1;
+    struct p2p_msg *m = ring_msg(h, data);
+    if (hb_mg_ring(&rp->mg, &m->g)) {
+        p2p.stats.ring_dups++;
+        free(m);
+        return 0;
+    }
+    p2p.stats.ring_received++;
+    ch.in_slot = m;
+    hb_p2p_release(c, rp);
+    if (ch.in_slot) { /* held (merge or unexpected store) */
+        memcpy(m->copy, m->data, m->bytes);
+        m->data = m->copy;
+    }
+    ch.in_slot = NULL;
+    return 0;
+}
+
+static void send_credit(int w, struct p2p_peer *p, int b)
+{
+    uint64_t before = p->srx.credited[b], freed;
+    struct hb_tr_op op;
+    if (!hb_slot_rx_credit_due(&p->srx, b, &freed))
+        return;
+    uint32_t imm = HB_IMM_MAKE(
+        HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_CREDIT, b, freed - before));
+    struct hb_tr_wr wr = {.opcode = HB_TR_WRITE_IMM,
+                          .nsge = 0,
+                          .remote_addr = p->ack_addr,
+                          .rkey = p->ack_rkey,
+                          .imm = imm};
+    if (hb_transport_post(ch.tr, w, &wr, &op) != HB_TR_OK) {
+        p->srx.credited[b] = before; /* again at the next free */
+        return;
+    }
+    p->credit_op = op;
+    p2p.stats.ring_credits++;
+}
+
+static void drain_peer(int w, struct p2p_peer *p)
+{
+    while (p->fifo_head != p->fifo_tail) {
+        uint32_t body = p->fifo[p->fifo_head];
+        p->fifo_head = (p->fifo_head + 1) % p->fifo_cap;
+        int b = (int)HB_P2P_IMM_BUCKET(body);
+        uint32_t slot = HB_P2P_IMM_N(body);
+        if (b >= p->rl.nbuckets || slot >= p->rl.count[b]) {
+            hb_transport_fail_peer(ch.tr, w, "point-to-point: bad slot");
+            return;
+        }
+        char *rec =
+            p->region + p->rl.offset[b] + (uint64_t)slot * p->rl.stride[b];
+        const struct hb_ring_hdr *h = (const void *)rec;
+        if (h->nbytes > p->rl.cap[b] || take_record(w, h, rec + HB_SLOT_HDR)) {
+            hb_transport_fail_peer(ch.tr, w, "point-to-point: bad record");
+            return;
+        }
+        hb_slot_rx_free(&p->srx, b, h->nbytes);
+        send_credit(w, p, b);
+    }
+}
+
+void hb_p2p_chan_drain(void)
+{
+    for (int i = 0; i < ch.nrx; i++) {
+        struct p2p_peer *p = peer(ch.rxlist[i]);
+        if (p->fifo_head != p->fifo_tail)
+            drain_peer(ch.rxlist[i], p);
+    }
+}
+
+/* ---- in-band messages of a switched sender (tag T*) ------------------- */
+
+static void *mrecv_all(MPI_Message *msg, int bytes)
+{
+    void *b = malloc(bytes > 0 ? (size_t)bytes : 1);
+    if (!b)
+        abort();
+    PMPI_Mrecv(b, bytes, MPI_BYTE, msg, MPI_STATUS_IGNORE);
+    return b;
+}
+
+/* A T* message that is not ours: the application's, as a ring-like
+ * message holding the bytes already received. */
+static void foreign(struct p2p_comm *c, struct p2p_rxpair *rp, void *b,
+                    int bytes, const MPI_Status *st)
+{
+    struct hb_ring_hdr h = {
+        .src = st->MPI_SOURCE, .tag = st->MPI_TAG, .nbytes = (uint32_t)bytes};
+    struct p2p_msg *m = ring_msg(&h, NULL);
+    memcpy(m->copy, b, (size_t)bytes);
+    m->data = m->copy;
+    m->g.kind = HB_MG_MPI;
+    hb_mg_pulled(&rp->mg, &m->g);
+    hb_p2p_release(c, rp);
+}
+
+void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
+                   const MPI_Status *st)
+{
+    int bytes = 0;
+    struct hb_inband ib;
+    PMPI_Get_count(st, MPI_BYTE, &bytes);
+    char *b = mrecv_all(&msg, bytes);
+    if (bytes < (int)sizeof(ib)) {
+        foreign(c, rp, b, bytes, st);
+        free(b);
+        return;
+    }
+    memcpy(&ib, b, sizeof(ib));
+    if (ib.nonce == p2p.nonce && ib.kind == HB_INBAND_MARKER &&
+        bytes == (int)sizeof(ib)) {
+        struct p2p_msg *m = hb_p2p_msg_mpi(MPI_MESSAGE_NULL, st);
+        m->kind = MSG_MARKER;
+        m->g.kind = HB_MG_MARKER;
+        m->g.stamp = ib.k;
+        p2p.stats.markers_in++;
+        hb_mg_pulled(&rp->mg, &m->g);
+        hb_p2p_release(c, rp);
+    } else if (ib.nonce == p2p.nonce && ib.kind == HB_INBAND_RESEND &&
+               bytes >= (int)(sizeof(ib) + sizeof(struct hb_ring_hdr))) {
+        struct hb_ring_hdr h;
+        memcpy(&h, b + sizeof(ib), sizeof(h));
+        p2p.stats.ring_resent_in++;
+        take_record(rp->world, &h, b + sizeof(ib) + sizeof(h));
+    } else {
+        foreign(c, rp, b, bytes, st);
+    }
+    free(b);
+}

@@ -1,0 +1,317 @@
+/* The grant handshake of point-to-point part 2 (P2P-DESIGN.md §5.4, §5.7
+ * "Grant"; issue 13 item 1).
+ *
+ * A sender A whose sends to B on c turn hot asks (REQ); B grants (GRANT:
+ * c enters pull at B, MPI's pending receives that could match A move
+ * into hotbuf's matcher, B's channel for A is made) or refuses (REFUSE).
+ * On GRANT, A sends its first MARKER{0} on c and the pair is LIVE.
+ *
+ * Why MPI, on a private communicator, and not the RDMA channel: the
+ * handshake happens once per pair, before any channel exists; a nonblocking
+ * PMPI send never waits for the peer, and MPI keeps the messages until the
+ * peer looks.  Both sides look at wrapper entries only (every
+ * HB_CTRL_EVERY-th), never inside the progress hook: a grant cancels and
+ * re-posts receives, which must not happen inside MPI.  A silent peer
+ * leaves the pair on MPI: nothing ever waits for an answer. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "core/host.h"
+#include "p2p_int.h"
+
+#define HB_CTRL_EVERY                                                          \
+    16 /* wrapper entries per look at the handshake
+                            (1 under HOTBUF_TEST_P2P_ASK: grants early) */
+#define HB_CTRL_TAG 7
+#define HB_ASK_BACKOFF 1024 /* sends on a refused pair before asking again */
+
+/* Sends in flight: the buffer lives until MPI is done with it. */
+struct ctrl_out {
+    MPI_Request req;
+    struct hb_ctrl msg;
+};
+
+static struct {
+    int on; /* the handshake communicator exists (every rank alike) */
+    struct ctrl_out *out;
+    int nout, capout;
+} g;
+
+static uint64_t make_nonce(const struct hb_ctx *ctx)
+{
+    uint64_t n = 0;
+    if (ctx->rank == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        n = ((uint64_t)ts.tv_sec * 1000000007ull) ^ (uint64_t)ts.tv_nsec ^
+            ((uint64_t)getpid() << 32);
+        n |= 1;
+    }
+    PMPI_Bcast(&n, 1, MPI_UINT64_T, 0, ctx->comm);
+    return n;
+}
+
+/* Collective over ctx->comm when HOTBUF_P2P_RING is set (every rank
+ * alike, whether its own RDMA came up or not). */
+int hb_p2p_grant_start(const struct hb_ctx *ctx)
+{
+    int *ub = NULL, flag = 0;
+    memset(&g, 0, sizeof(g));
+    if (PMPI_Comm_dup(ctx->comm, &p2p.ctrl) != MPI_SUCCESS ||
+        PMPI_Comm_dup(MPI_COMM_SELF, &p2p.self) != MPI_SUCCESS)
+        return -1;
+    p2p.nonce = make_nonce(ctx);
+    PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
+    p2p.tstar = flag && ub ? *ub : 32767;
+    g.on = 1;
+    return 0;
+}
+
+void hb_p2p_grant_stop(void)
+{
+    for (int i = 0; i < g.nout; i++)
+        PMPI_Wait(&g.out[i].req, MPI_STATUS_IGNORE);
+    free(g.out);
+    for (uint32_t i = 0; i < p2p.ntxs; i++)
+        free(p2p.txs[i]);
+    free(p2p.txs);
+    free(p2p.cids);
+    p2p.txs = NULL;
+    p2p.cids = NULL;
+    p2p.ntxs = p2p.ncids = 0;
+    if (g.on) {
+        PMPI_Comm_free(&p2p.ctrl);
+        PMPI_Comm_free(&p2p.self);
+    }
+    g.on = 0;
+}
+
+static void reap(void)
+{
+    for (int i = 0; i < g.nout;) {
+        int done = 0;
+        PMPI_Test(&g.out[i].req, &done, MPI_STATUS_IGNORE);
+        if (done)
+            g.out[i] = g.out[--g.nout];
+        else
+            i++;
+    }
+}
+
+static void send_ctrl(const struct hb_ctrl *m, int world)
+{
+    if (g.nout == g.capout) {
+        int cap = g.capout ? 2 * g.capout : 8;
+        struct ctrl_out *v = realloc(g.out, (size_t)cap * sizeof(*v));
+        if (!v)
+            return; /* the peer never hears: the pair stays on MPI */
+        g.out = v;
+        g.capout = cap;
+    }
+    struct ctrl_out *o = &g.out[g.nout++];
+    o->msg = *m;
+    PMPI_Isend(&o->msg, (int)sizeof(o->msg), MPI_BYTE, world, HB_CTRL_TAG,
+               p2p.ctrl, &o->req);
+}
+
+/* ---- the sender's side -------------------------------------------------- */
+
+struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest)
+{
+    if (dest < 0 || dest >= c->size || dest == c->rank)
+        return NULL;
+    if (c->tx && c->tx[dest])
+        return c->tx[dest];
+    if (hb_p2p_comm_worlds(c) ||
+        (!c->tx && !(c->tx = calloc((size_t)c->size, sizeof(*c->tx)))))
+        return NULL;
+    struct p2p_txpair **v =
+        realloc(p2p.txs, (size_t)(p2p.ntxs + 1) * sizeof(*v));
+    struct p2p_txpair *tp = calloc(1, sizeof(*tp));
+    if (!v || !tp) {
+        free(tp);
+        if (v)
+            p2p.txs = v;
+        return NULL;
+    }
+    p2p.txs = v;
+    hb_pp_init(&tp->pp);
+    tp->c = c;
+    tp->dest = dest;
+    tp->world = c->world[dest];
+    tp->token = p2p.ntxs;
+    p2p.txs[p2p.ntxs++] = tp;
+    c->tx[dest] = tp;
+    return tp;
+}
+
+void hb_p2p_ask(struct p2p_txpair *tp)
+{
+    struct hb_ctrl m = {
+        .kind = HB_CTRL_REQ, .token = tp->token, .host = hb_host_hash()};
+    if (hb_p2p_name_claim(tp->c->comm, &m.claim) != HB_P2P_NAMED) {
+        tp->state = TX_REFUSED;
+        tp->retry_at = UINT64_MAX; /* no name, never */
+        p2p.stats.pairs_refused[HB_P2P_REFUSE_UNNAMED]++;
+        return;
+    }
+    hb_p2p_chan_ack_area(tp->world, &m.ack_addr, &m.ack_rkey);
+    if (!m.ack_rkey) {
+        tp->state = TX_REFUSED;
+        tp->retry_at = UINT64_MAX;
+        p2p.stats.pairs_refused[HB_P2P_REFUSE_BUDGET]++;
+        return;
+    }
+    tp->state = TX_ASKED;
+    p2p.stats.pairs_asked++;
+    send_ctrl(&m, tp->world);
+}
+
+/* GRANT: the channel, then the first marker by MPI, then LIVE. */
+static void granted(const struct hb_ctrl *m)
+{
+    struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
+    struct hb_inband ib = {p2p.nonce, HB_INBAND_MARKER, 0};
+    if (!tp || tp->state != TX_ASKED)
+        return; /* its communicator is gone */
+    if (hb_p2p_name_verify(tp->c->comm, &m->claim) != HB_P2P_NAMED ||
+        hb_p2p_chan_tx(tp->world, m)) {
+        tp->state = TX_REFUSED;
+        tp->retry_at = UINT64_MAX;
+        p2p.stats.pairs_refused[HB_P2P_REFUSE_CHANNEL]++;
+        return; /* B holds a pair that never goes live: harmless */
+    }
+    tp->cid = m->cid;
+    hb_pp_granted(&tp->pp);
+    PMPI_Send(&ib, (int)sizeof(ib), MPI_BYTE, tp->dest, p2p.tstar, tp->c->comm);
+    p2p.stats.markers_out++;
+    tp->state = TX_GRANTED;
+    p2p.stats.pairs_live++;
+}
+
+static void refused(const struct hb_ctrl *m)
+{
+    struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
+    if (!tp || tp->state != TX_ASKED)
+        return;
+    tp->state = TX_REFUSED;
+    tp->retry_at = tp->sends + HB_ASK_BACKOFF;
+    if (m->why >= 0 && m->why < HB_P2P_NREFUSALS)
+        p2p.stats.pairs_refused[m->why]++;
+}
+
+/* ---- the receiver's side ------------------------------------------------ */
+
+/* The communicator of a claim: one hotbuf matches on already, else one
+ * this process made and has not used for receiving yet. */
+static struct p2p_comm *by_name(const struct hb_p2p_name_claim *claim)
+{
+    struct p2p_comm *c, *tmp;
+    struct hb_p2p_name n;
+    MPI_Comm comm;
+    HASH_ITER(hh, p2p.comms, c, tmp)
+    if (!c->free_deferred && hb_p2p_name_lookup(c->comm, &n) == HB_P2P_NAMED &&
+        n.hash[0] == claim->hash[0] && n.hash[1] == claim->hash[1])
+        return c;
+    return hb_p2p_names_find(claim->hash, &comm) ? NULL : hb_p2p_comm_get(comm);
+}
+
+static int new_cid(struct p2p_comm *c)
+{
+    if (c->cid)
+        return 0;
+    uint32_t n = p2p.ncids ? p2p.ncids : 1; /* 0 means none */
+    struct p2p_comm **v = realloc(p2p.cids, (size_t)(n + 1) * sizeof(*v));
+    if (!v)
+        return -1;
+    v[0] = NULL;
+    v[n] = c;
+    p2p.cids = v;
+    p2p.ncids = n + 1;
+    c->cid = n;
+    return 0;
+}
+
+/* The pair (A, c) at B; -1 when one exists already (A never asks twice
+ * for a pair it was granted) or out of memory. */
+static int new_rxpair(struct p2p_comm *c, int src, int world)
+{
+    if (!c->rx && !(c->rx = calloc((size_t)c->size, sizeof(*c->rx))))
+        return -1;
+    if (c->rx[src] || !(c->rx[src] = calloc(1, sizeof(*c->rx[src]))))
+        return -1;
+    hb_mg_init(&c->rx[src]->mg);
+    c->rx[src]->world = world;
+    return 0;
+}
+
+/* Why B refuses A's request, or -1 to grant: the checks, then pull. */
+static int judge(const struct hb_ctrl *m, int world, struct p2p_comm **cp)
+{
+    struct p2p_comm *c = p2p.ring ? by_name(&m->claim) : NULL;
+    *cp = c;
+    if (!p2p.ring)
+        return HB_P2P_REFUSE_NO_RING;
+    if (m->host == hb_host_hash() && !p2p.ctx->cfg->intranode)
+        return HB_P2P_REFUSE_INTRANODE; /* MPI's shared memory is faster */
+    if (!c || c->state == COMM_OFF)
+        return HB_P2P_REFUSE_UNKNOWN;
+    if (hb_p2p_name_verify(c->comm, &m->claim) != HB_P2P_NAMED ||
+        hb_p2p_comm_worlds(c) || m->claim.rank < 0 ||
+        m->claim.rank >= c->size || c->world[m->claim.rank] != world)
+        return HB_P2P_REFUSE_UNNAMED;
+    if (c->state != COMM_PULLED && hb_p2p_comm_pull(c))
+        return HB_P2P_REFUSE_NO_PULL;
+    if (new_cid(c) || new_rxpair(c, m->claim.rank, world))
+        return HB_P2P_REFUSE_BUDGET;
+    return -1;
+}
+
+static void asked(const struct hb_ctrl *m, int world)
+{
+    struct hb_ctrl r = {.kind = HB_CTRL_REFUSE, .token = m->token};
+    struct p2p_comm *c;
+    int why = judge(m, world, &c);
+    if (why < 0 && hb_p2p_chan_rx(world, m->ack_addr, m->ack_rkey, &r)) {
+        free(c->rx[m->claim.rank]);
+        c->rx[m->claim.rank] = NULL;
+        why = HB_P2P_REFUSE_BUDGET;
+    }
+    if (why >= 0) {
+        r.why = why;
+        p2p.stats.grants_refused[why]++;
+    } else {
+        r.kind = HB_CTRL_GRANT;
+        r.cid = c->cid;
+        hb_p2p_name_claim(c->comm, &r.claim);
+        p2p.stats.grants++;
+    }
+    send_ctrl(&r, world);
+}
+
+void hb_p2p_grant_poll(void)
+{
+    int flag = 0;
+    MPI_Status st;
+    struct hb_ctrl m;
+    if (!g.on || p2p.busy ||
+        (++p2p.ctrl_calls % HB_CTRL_EVERY && !p2p.ask_always))
+        return;
+    p2p.busy = 1;
+    if (g.nout)
+        reap();
+    while (PMPI_Iprobe(MPI_ANY_SOURCE, HB_CTRL_TAG, p2p.ctrl, &flag, &st) ==
+               MPI_SUCCESS &&
+           flag) {
+        PMPI_Recv(&m, (int)sizeof(m), MPI_BYTE, st.MPI_SOURCE, HB_CTRL_TAG,
+                  p2p.ctrl, MPI_STATUS_IGNORE);
+        switch (m.kind) {
+        case HB_CTRL_REQ: asked(&m, st.MPI_SOURCE); break;
+        case HB_CTRL_GRANT: granted(&m); break;
+        case HB_CTRL_REFUSE: refused(&m); break;
+        }
+    }
+    p2p.busy = 0;
+}

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# Point-to-point part 2 in the soft-RoCE guest (run by run-in-guest.sh):
+# hot MPI_Send on hotbuf's own channels, MPI on shared memory, hotbuf on
+# rxe0 (HOTBUF_INTRANODE=1).
+#  p2p_ring/random/FLAVOUR/npN   tests/mpi/p2p_random, P2P_RING_SEEDS seeds
+#        looped in one launch: per-seed digests identical to plain MPI
+#        with every pair asking for a grant at its first send
+#        (HOTBUF_TEST_P2P_ASK=1); the report must show ring traffic.
+#  .../fault                     the same with a QP error after K records
+#        (HOTBUF_TEST_P2P_FAULT): records resent by MPI, nothing lost.
+# Prints PASS/FAIL lines.
+set -u
+cd "$(dirname "$0")/../.."
+export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
+export UCX_TLS=self,sm # MPICH ch4:ucx on shared memory; hotbuf on rxe0
+SEEDS=${P2P_RING_SEEDS:-200}
+work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"
+[ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
+pass() { echo "PASS $1"; }
+fail() { echo "FAIL $1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15; }
+json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
+
+# random MPI NRANKS VARIANT CHECK [ENV...]: CHECK a Python condition on
+# the report (r), or empty.
+random() {
+    local mpi=$1 n=$2 variant=$3 check=$4; shift 4
+    local prog=build/$mpi/tests/p2p_random name=p2p_ring/random/$mpi/np$n/$variant
+    local plain=$work/plain-$mpi-$n.out r=$work/$mpi-$n-$variant
+    local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT)
+    [ -f "$plain" ] || P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$plain" 2>"$plain.err"
+    env "$@" P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
+        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run -- \
+        mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$r.out" 2>"$r.err"
+    local rc=$? ring
+    ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
+    if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$SEEDS" ] ||
+       ! cmp -s "$plain" "$r.out"; then
+        diff "$plain" "$r.out" | head -5 >>"$r.err"
+        fail "$name" "digests differ from plain MPI (exit $rc)" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0')" != True ] ||
+         [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
+        fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
+    else
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent" % r["p2p"]["ring"]'))"
+    fi
+}
+
+# pingpong MPI NRANKS: hot buffers, grants asked for by hotness alone.
+pingpong() {
+    local mpi=$1 n=$2 prog=build/$1/tests/p2p_pingpong name=p2p_ring/pingpong/$1/np$2
+    local r=$work/pp-$mpi-$n opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
+    timeout 600 mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.plain" 2>"$r.plain.err"
+    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
+        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 900 tools/hotbuf-run -- \
+        mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.out" 2>"$r.err"
+    local rc=$? ring; ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
+    if [ $rc != 0 ] || grep -qv ' errors 0 ' "$r.plain" || ! cmp -s "$r.plain" "$r.out"; then
+        cat "$r.out" >>"$r.err"
+        fail "$name" "results differ from plain MPI (exit $rc)" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_zcopy"] > 0 and r["p2p"]["ring"]["ring_zcopy"] == r["p2p"]["ring"]["ring_msgs"] and r["p2p"]["ring"]["live_by_mpi"] == 0')" != True ]; then
+        fail "$name" "not every message after the grant went zero-copy: $ring" "$r.err"
+    else
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, all zero-copy, %(live)d pairs live" % r["p2p"]["ring"]'))"
+    fi
+}
+
+pingpong openmpi 2
+pingpong openmpi 4
+pingpong mpich 2
+ring='r["p2p"]["ring"]'
+fault="$ring[\"resends\"] > 0 and $ring[\"dead\"] > 0"
+credits="$ring[\"live_no_slot\"] > 0"
+for n in 2 4; do
+    random openmpi $n ask ""
+    random openmpi $n fault "$fault" HOTBUF_TEST_P2P_FAULT=40
+    random openmpi $n credits "$credits" HOTBUF_TEST_P2P_BUDGET=36000
+done
+random mpich 2 ask ""
+random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
+random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=36000
