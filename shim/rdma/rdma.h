@@ -22,11 +22,32 @@ struct hb_transport;
 struct hb_regcache;
 struct hb_region;
 
+/* RDMA WRITE WITH IMMEDIATE is shared by the subsystems that use it: the
+ * top 4 bits of the 32-bit immediate name a class, the subsystem that
+ * registered it gets the other 28 (its body).  One dispatcher, so that no
+ * subsystem needs to know another. */
+enum { HB_IMM_CLASS_AG = 1, HB_IMM_CLASS_P2P = 2 };
+#define HB_IMM_CLASSES 16
+#define HB_IMM_CLASS(imm) ((imm) >> 28)
+#define HB_IMM_BODY(imm) ((imm)&0x0fffffff)
+#define HB_IMM(cls, body) ((uint32_t)(cls) << 28 | ((body)&0x0fffffff))
+
+/* Called from inside the transport's progress (any hb_progress), with the
+ * transport peer (world rank) that wrote, the body and the bytes written.
+ * May post; must not wait (no progress runs inside it). */
+typedef void (*hb_imm_fn)(void *ctx, int peer, uint32_t body,
+                          uint32_t byte_len);
+
 struct hb_rdma {
     struct hb_transport *tr;   /* NULL: RDMA pass-through */
     struct hb_regcache *cache; /* NULL: user buffers are not registered */
     int memmon_active;
     char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
+    struct {
+        hb_imm_fn fn;
+        void *ctx;
+    } imm[HB_IMM_CLASSES];
+    uint64_t imm_dropped; /* immediates of a class nobody registered */
 };
 
 /* Before anything registers memory (fork safety wants ibv_fork_init first). */
@@ -49,6 +70,13 @@ void hb_rdma_summarize(const struct hb_rdma *r, int rank,
  * pages' registration.  0, or the cache's error (then use PMPI). */
 int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
                      struct hb_region **out);
+
+/* Routes immediates of class cls (1..15) to fn(ctx, ...); fn NULL stops
+ * it (later ones are counted and dropped).  0, or -1 for a bad class or a
+ * class another caller holds.  Register before the first peer can write
+ * one: an immediate of an unregistered class is lost. */
+int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_imm_fn fn,
+                         void *ctx);
 
 /* Collective: a barrier (no peer may still write into our memory), then
  * close everything. */
