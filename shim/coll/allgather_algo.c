@@ -14,12 +14,15 @@
  * peers that write to it where that buffer is (a "ready" record).
  *
  *   recursive doubling (2^k ranks): at step k exchange the 2^k blocks held
- *       so far with rank ^ 2^k: one RDMA write, then its data flag;
+ *       so far with rank ^ 2^k;
  *   ring (other sizes, large blocks): size-1 steps, each forwarding to the
  *       right neighbour the block received from the left one.
  *
- * Writes on one reliable connection are placed in order, so a peer that
- * sees a flag also sees the data written before it.  A peer that fails in
+ * Every step is one RDMA WRITE WITH IMMEDIATE: the data, and in its
+ * immediate the flag the receiver waits for (allgather_int.h says what the
+ * specification promises about it).  A data write followed by a flag
+ * write, as before, took two operations per step where MPI sends one
+ * message, which made small blocks slower than MPI.  A peer that fails in
  * the middle of a collective cannot be worked around (the other ranks are
  * inside the same call): hotbuf says so in one line and aborts the job.
  *
@@ -40,7 +43,8 @@
  * from its ready record), so after the last step every rank holds the
  * same OR.  Once a rank knows of a failure it writes no more data (the
  * failed rank has nowhere to receive it and nothing registered to send
- * from), only flags; then all call PMPI_Allgather.  What was written into
+ * from), only flags (zero-length writes with their immediate); then all
+ * call PMPI_Allgather.  What was written into
  * receive arrays meanwhile is overwritten by it (a rank's own block, the
  * MPI_IN_PLACE input, is never written by a peer).  A flag of a later
  * call cannot stand in for a failed one: after a failed call every rank
@@ -70,7 +74,7 @@ struct ag_call {
     int fail;            /* zero-copy: some rank known not registered */
     char *buf;           /* size x block bytes, this rank's gathered array */
     uint32_t lkey, rkey; /* of buf */
-    unsigned small; /* flags for the 8/16-byte writes (inline when possible) */
+    uint32_t max_inline; /* the device's: smaller writes go inline */
     struct hb_tr_op last[HB_AG_SLOTS + 1]; /* last write to each destination */
     int dest[HB_AG_SLOTS + 1], ndest;
 };
@@ -96,13 +100,21 @@ static struct hb_tr_op *slot_for(struct ag_call *a, int to)
     return &a->last[a->ndest++];
 }
 
+/* One write with its immediate; signaled when it is the last one to that
+ * destination in this call (the call's end waits for it: our sources stay
+ * untouched until read; the transport signals one in 16 anyway). */
 static void post(struct ag_call *a, int to, const void *src, size_t len,
-                 uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags)
+                 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t body,
+                 unsigned signal)
 {
     struct hb_tr_op *op = slot_for(a, to);
+    unsigned flags =
+        signal | (len && len <= a->max_inline ? HB_TR_F_INLINE : 0);
+    uint32_t imm = HB_IMM(HB_IMM_CLASS_AG, body);
+    a->ag->stats.ops++;
     for (;;) {
-        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey,
-                                    raddr, rkey, flags, op);
+        int rc = hb_transport_write_imm(a->t, a->c->peers[to].world, src, len,
+                                        lkey, raddr, rkey, imm, flags, op);
         if (rc == HB_TR_OK)
             return;
         if (rc != HB_TR_BUSY)
@@ -111,29 +123,18 @@ static void post(struct ag_call *a, int to, const void *src, size_t len,
     }
 }
 
-/* A small value from this rank's area to a field of rank to's area. */
-/* Flags are signaled: the last write to each destination is a flag, and
- * waiting for its own completion is cheaper than a fence write. */
-static void post_small(struct ag_call *a, int to, const void *src, size_t len,
-                       size_t field, unsigned signal)
+/* The immediate's body for rank to: its number for the communicator,
+ * this call, what this rank knows of the vote, the word to raise. */
+static uint32_t body_for(const struct ag_call *a, int to, unsigned kind,
+                         unsigned index)
 {
-    const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey,
-         a->small | signal);
+    return HB_AG_IMM_BODY(a->c->peers[to].id, a->seq, a->fail, kind, index);
 }
 
-/* The value this rank's flags carry now (see allgather_int.h).  Set
- * before each flag is posted; a flag still queued that reads it later
- * carries a fail bit learnt since, which is as true. */
-static void *flag_out(struct ag_call *a)
-{
-    a->c->area->out_flag = HB_AG_FLAG(a->seq, a->fail);
-    return &a->c->area->out_flag;
-}
-
-/* Waits until a peer's write of this call (or a later one) has landed in
+/* Waits until a peer's write of this call (or a later one) has raised
  * *flag, and takes in its fail bit.  No time limit: a peer may enter the
- * collective much later; only its failure ends the wait. */
+ * collective much later; only its failure ends the wait.  The flag is
+ * raised by this rank's own immediate dispatcher, inside hb_progress. */
 static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 {
     for (unsigned spins = 1; HB_AG_FLAG_SEQ(*flag) < a->seq; spins++) {
@@ -154,16 +155,14 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 }
 
 /* Tells rank to where this rank's array is, in its slot k. */
-static void send_ready(struct ag_call *a, int to, int k)
+static void send_ready(struct ag_call *a, int to, int k, unsigned signal)
 {
-    post_small(a, to, &a->c->area->out, sizeof(a->c->area->out),
-               offsetof(struct hb_ag_area, slot) +
-                   (size_t)k * sizeof(struct hb_ag_record),
-               0);
-    post_small(a, to, flag_out(a), sizeof(uint64_t),
-               offsetof(struct hb_ag_area, ready) +
-                   (size_t)k * sizeof(uint64_t),
-               HB_TR_F_SIGNAL);
+    const struct hb_ag_peer *p = &a->c->peers[to];
+    a->ag->stats.writes++;
+    post(a, to, &a->c->area->out, sizeof(a->c->area->out), a->c->lkey,
+         p->area + offsetof(struct hb_ag_area, slot) +
+             (size_t)k * sizeof(struct hb_ag_record),
+         p->rkey, body_for(a, to, HB_AG_IMM_READY, (unsigned)k), signal);
 }
 
 /* Where rank peer's array is for this call: its half of the collective
@@ -182,29 +181,37 @@ static struct hb_ag_record destination(struct ag_call *a, int peer, int k)
                                  0};
 }
 
-/* Bytes [off, off+len) of the array to the same place at rank to (unless
- * the call is known to fail), then the flag at field. */
+/* Bytes [off, off+len) of the array to the same place at rank to, with
+ * the immediate that raises the receiver's flag.  Once the call is known
+ * to fail, the immediate alone (a zero-length write: to the peer's area,
+ * whose key is always good, unlike a failed rank's buffer). */
 static void send_blocks(struct ag_call *a, int to,
                         const struct hb_ag_record *dst, uint64_t off,
-                        uint64_t len, size_t field)
+                        uint64_t len, uint32_t body, unsigned signal)
 {
+    a->ag->stats.writes++;
     if (!a->fail)
-        post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey, 0);
-    post_small(a, to, flag_out(a), sizeof(uint64_t), field, HB_TR_F_SIGNAL);
+        post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey,
+             body, signal);
+    else
+        post(a, to, NULL, 0, 0, a->c->peers[to].area, a->c->peers[to].rkey,
+             body, signal);
 }
 
 static void recursive_doubling(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     for (int k = 0; a->zcopy && (1 << k) < c->size; k++)
-        send_ready(a, c->rank ^ (1 << k), k);
+        send_ready(a, c->rank ^ (1 << k), k, 0);
     for (int k = 0; (1 << k) < c->size; k++) {
         int partner = c->rank ^ (1 << k);
         struct hb_ag_record dst = destination(a, partner, k);
         uint64_t first = (uint64_t)((c->rank >> k) << k);
+        /* the body is made after destination(): it carries the vote
+         * learnt so far, as the flag did */
         send_blocks(
             a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
-            offsetof(struct hb_ag_area, rd) + (size_t)k * sizeof(uint64_t));
+            body_for(a, partner, HB_AG_IMM_RD, (unsigned)k), HB_TR_F_SIGNAL);
         wait_flag(a, &c->area->rd[k], partner);
     }
 }
@@ -213,14 +220,15 @@ static void ring(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     int p = c->size, right = (c->rank + 1) % p, left = (c->rank + p - 1) % p;
+    /* on 2 ranks left is right: the data's last write is signaled */
     if (a->zcopy)
-        send_ready(a, left, HB_AG_RING_SLOT);
+        send_ready(a, left, HB_AG_RING_SLOT, p == 2 ? 0 : HB_TR_F_SIGNAL);
     struct hb_ag_record dst = destination(a, right, HB_AG_RING_SLOT);
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
         send_blocks(a, right, &dst, blk * a->block, a->block,
-                    offsetof(struct hb_ag_area, data) +
-                        (size_t)s * sizeof(uint64_t));
+                    body_for(a, right, HB_AG_IMM_RING, 0),
+                    s == p - 2 ? HB_TR_F_SIGNAL : 0);
         wait_flag(a, &c->area->data[s], left);
     }
 }
@@ -322,8 +330,7 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
                         .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
-    a.small =
-        info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
+    a.max_inline = info.max_inline;
 
     struct hb_region *reg = NULL;
     char *tmp = NULL;

@@ -29,8 +29,85 @@ static void area_free(struct hb_ag *ag, struct hb_ag_comm *c)
     c->area = NULL;
 }
 
+/* A number for the state, the lowest free one, that peers put in their
+ * immediates to this rank; HB_AG_IDS when the table cannot hold it. */
+static uint32_t id_take(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    uint32_t id = 0;
+    while (id < ag->nids && ag->by_id[id])
+        id++;
+    if (id == ag->nids) {
+        uint32_t n = ag->nids ? 2 * ag->nids : 16;
+        struct hb_ag_comm **t =
+            n <= HB_AG_IDS ? realloc(ag->by_id, n * sizeof(*t)) : NULL;
+        if (!t)
+            return HB_AG_IDS;
+        memset(t + ag->nids, 0, (n - ag->nids) * sizeof(*t));
+        ag->by_id = t;
+        ag->nids = n;
+    }
+    ag->by_id[id] = c;
+    return id;
+}
+
+/* The state's immediates all arrived (every one is waited for within its
+ * call), so its number can serve another. */
+static void id_drop(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    if (c->id < ag->nids && ag->by_id[c->id] == c)
+        ag->by_id[c->id] = NULL;
+    c->id = HB_AG_IDS;
+}
+
+/* The full call number of an immediate's 3 bits: the writer is in this
+ * rank's current call (c->seq) or the next one, never further (see
+ * allgather_int.h); within +-4 of c->seq for safety. */
+static uint64_t imm_seq(const struct hb_ag_comm *c, uint32_t low)
+{
+    uint64_t d = (low - c->seq) & 7;
+    return d < 4 ? c->seq + d : c->seq - (8 - d);
+}
+
+/* Flag words only grow: a release store, since the waiter may run on
+ * another thread than MPI's progress that called this. */
+static void flag_raise(volatile uint64_t *w, uint64_t v)
+{
+    if (v > *w)
+        __atomic_store_n(w, v, __ATOMIC_RELEASE);
+}
+
+void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len)
+{
+    struct hb_ag *ag = ctx;
+    uint32_t id = HB_AG_IMM_ID(body), k = HB_AG_IMM_INDEX(body);
+    struct hb_ag_comm *c = id < ag->nids ? ag->by_id[id] : NULL;
+    (void)peer, (void)byte_len;
+    if (!c || !c->area) {
+        ag->stats.imm_stray++;
+        return;
+    }
+    uint64_t seq = imm_seq(c, HB_AG_IMM_SEQ(body));
+    uint64_t v = HB_AG_FLAG(seq, HB_AG_IMM_FAIL(body));
+    switch (HB_AG_IMM_KIND(body)) {
+    case HB_AG_IMM_RD: flag_raise(&c->area->rd[k], v); break;
+    case HB_AG_IMM_READY: flag_raise(&c->area->ready[k], v); break;
+    case HB_AG_IMM_RING: /* one writer, in order: the n-th of a call is step n */
+        if (seq != c->ring_seq) {
+            c->ring_seq = seq;
+            c->ring_next = 0;
+        }
+        if (c->ring_next < c->data_entries)
+            flag_raise(&c->area->data[c->ring_next++], v);
+        else
+            ag->stats.imm_stray++;
+        break;
+    default: ag->stats.imm_stray++; break;
+    }
+}
+
 static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
 {
+    id_drop(ag, c);
     area_free(ag, c);
     free(c->peers);
     free(c);
@@ -67,6 +144,9 @@ void hb_ag_free_all(struct hb_ag *ag)
         PMPI_Comm_delete_attr(ag->live->comm, ag->keyval); /* unlinks it */
     if (ag->keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ag->keyval);
+    free(ag->by_id);
+    ag->by_id = NULL;
+    ag->nids = 0;
 }
 
 /* The area: flags, slots, data flags, two buffer halves; registered
@@ -107,10 +187,12 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
     me->ok = HB_AG_PEER_OFF;
     if (!ctx->rdma->tr || !ctx->rdma->cache || !ctx->cfg->allgather)
         return;
-    if (area_create(ag, c)) {
+    /* the number goes out with the entry below, before any peer writes */
+    if ((c->id = id_take(ag, c)) == HB_AG_IDS || area_create(ag, c)) {
         me->ok = HB_AG_PEER_NO_MEMORY;
         return;
     }
+    me->id = c->id;
     me->area = (uint64_t)(uintptr_t)c->area;
     me->rkey = c->rkey;
     size_t cap = hb_regcache_default_max_bytes();
@@ -171,6 +253,7 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     if (!c)
         return NULL;
     c->comm = comm;
+    c->id = HB_AG_IDS;
     c->reason = HB_AGC_NO_RDMA;
     PMPI_Comm_test_inter(comm, &inter);
     PMPI_Comm_rank(comm, &c->rank);
@@ -221,8 +304,10 @@ struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
         ag->stats.comms_rdma++;
     else
         ag->stats.comms_pmpi[c->reason]++;
-    if (c->reason >= 0) /* not served: give the memory back now */
+    if (c->reason >= 0) { /* not served: give the memory back now */
+        id_drop(ag, c);
         area_free(ag, c);
+    }
     PMPI_Comm_set_attr(comm, ag->keyval, c);
     c->next = ag->live;
     if (ag->live)

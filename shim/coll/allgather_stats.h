@@ -42,6 +42,9 @@ struct hb_ag_summary {
     uint64_t comms, comms_rdma, comms_pmpi[HB_AGC_NREASONS];
     uint64_t calls_rdma, bytes_rdma, algos[HB_AG_NALGOS];
     uint64_t calls_pmpi[HB_AGP_NREASONS];
+    uint64_t writes;    /* data and ready records the served calls sent */
+    uint64_t ops;       /* RDMA operations they took (one per write) */
+    uint64_t imm_stray; /* immediates naming no live state: a bug */
 };
 
 extern const struct hb_report_section hb_ag_section;
