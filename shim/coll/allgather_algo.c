@@ -16,7 +16,12 @@
  *   recursive doubling (2^k ranks): at step k exchange the 2^k blocks held
  *       so far with rank ^ 2^k;
  *   ring (other sizes, large blocks): size-1 steps, each forwarding to the
- *       right neighbour the block received from the left one.
+ *       right neighbour the block received from the left one;
+ *   direct (small blocks, copy-based, up to 64 ranks): one step, this
+ *       rank's block to every other rank.  More operations than recursive
+ *       doubling (size-1 against log2(size)), but no chain of steps: a
+ *       rank waits for no one before it writes, which is what counts when
+ *       a write costs little next to a peer's turn to run.
  *
  * Every step is one RDMA WRITE WITH IMMEDIATE: the data, and in its
  * immediate the flag the receiver waits for (allgather_int.h says what the
@@ -88,6 +93,30 @@ static void fatal(const struct ag_call *a, int to, const char *what)
             a->ag->ctx->rank, what, to,
             hb_transport_peer_reason(a->t, a->c->peers[to].world));
     PMPI_Abort(a->c->comm, 1);
+}
+
+static void fatal_world(const struct ag_call *a, int world)
+{
+    for (int i = 0; i < a->c->size; i++)
+        if (a->c->peers[i].world == world)
+            fatal(a, i, "a write did not complete");
+}
+
+/* Our sources stay untouched until read.  A zero-copy call's are the
+ * application's: waited for now.  A copy-based call's are a half of the
+ * collective buffer: the next call waits (hb_ag_settle), so this one
+ * returns as soon as its data is in, not one acknowledgement later. */
+static void finish_writes(struct ag_call *a)
+{
+    if (!a->zcopy) {
+        memcpy(a->c->pend, a->last, (size_t)a->ndest * sizeof(a->last[0]));
+        a->c->npend = a->ndest;
+        return;
+    }
+    for (int i = 0; i < a->ndest; i++)
+        if (hb_transport_wait(a->t, &a->last[i], hb_progress_yield, NULL) !=
+            HB_TR_OK)
+            fatal(a, a->dest[i], "a write did not complete");
 }
 
 /* Remembers the last write to each destination: waited for at the end. */
@@ -216,20 +245,60 @@ static void recursive_doubling(struct ag_call *a)
     }
 }
 
+/* Chunks per ring step: blocks of HOTBUF_AG_CHUNK bytes or more are cut
+ * so that a rank forwards a block's first chunk while the rest arrive;
+ * the same on every rank (shared settings, block, size).  Each chunk is
+ * one immediate: the receiver's data[] words must hold them all. */
+static uint64_t ring_chunks(const struct ag_call *a)
+{
+    uint64_t chunk = a->ag->ctx->cfg->ag_chunk, n;
+    uint64_t most = a->c->data_entries / (uint64_t)(a->c->size - 1);
+    if (!chunk || a->block < 2 * chunk)
+        return 1;
+    n = a->block / chunk;
+    return n < most ? n : most;
+}
+
 static void ring(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     int p = c->size, right = (c->rank + 1) % p, left = (c->rank + p - 1) % p;
+    uint64_t n = ring_chunks(a), len = a->block / n;
     /* on 2 ranks left is right: the data's last write is signaled */
     if (a->zcopy)
         send_ready(a, left, HB_AG_RING_SLOT, p == 2 ? 0 : HB_TR_F_SIGNAL);
     struct hb_ag_record dst = destination(a, right, HB_AG_RING_SLOT);
+    /* step s forwards chunk j of the block that chunk j of step s-1
+     * brought (at step 0, this rank's own); the last chunk takes the rest */
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
-        send_blocks(a, right, &dst, blk * a->block, a->block,
-                    body_for(a, right, HB_AG_IMM_RING, 0),
-                    s == p - 2 ? HB_TR_F_SIGNAL : 0);
-        wait_flag(a, &c->area->data[s], left);
+        for (uint64_t j = 0; j < n; j++) {
+            if (s > 0)
+                wait_flag(a, &c->area->data[(uint64_t)(s - 1) * n + j], left);
+            send_blocks(a, right, &dst, blk * a->block + j * len,
+                        j == n - 1 ? a->block - j * len : len,
+                        body_for(a, right, HB_AG_IMM_RING, 0),
+                        s == p - 2 && j == n - 1 ? HB_TR_F_SIGNAL : 0);
+        }
+    }
+    for (uint64_t j = 0; j < n; j++)
+        wait_flag(a, &c->area->data[(uint64_t)(p - 2) * n + j], left);
+}
+
+static void direct_to_all(struct ag_call *a)
+{
+    const struct hb_ag_comm *c = a->c;
+    uint64_t off = (uint64_t)c->rank * a->block;
+    for (int i = 1; i < c->size; i++) {
+        int to = (c->rank + i) % c->size;
+        struct hb_ag_record dst = destination(a, to, 0);
+        send_blocks(a, to, &dst, off, a->block,
+                    body_for(a, to, HB_AG_IMM_DIRECT, (unsigned)c->rank),
+                    HB_TR_F_SIGNAL);
+    }
+    for (int i = 1; i < c->size; i++) {
+        int from = (c->rank + c->size - i) % c->size;
+        wait_flag(a, &c->area->direct[from], from);
     }
 }
 
@@ -300,11 +369,24 @@ static void choose_buffer(struct ag_call *a, void *rbuf, int direct,
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring,
+enum { ALGO_RD, ALGO_RING, ALGO_DIRECT };
+
+/* The same on every rank: from the shared thresholds and the block. */
+static int choose_algo(const struct hb_config *cfg, const struct hb_ag_comm *c,
+                       uint64_t block, int zcopy)
+{
+    if (!zcopy && block < cfg->ag_direct && c->size <= HB_AG_SLOTS)
+        return ALGO_DIRECT;
+    return !c->pow2 || block >= cfg->ag_ring ? ALGO_RING : ALGO_RD;
+}
+
+static void count_call(struct hb_ag *ag, const struct ag_call *a, int algo,
                        uint64_t total)
 {
-    ag->stats.algos[use_ring ? (a->zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
-                             : (a->zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
+    static const int ids[3][2] = {{HB_AG_RD_COPY, HB_AG_RD_ZCOPY},
+                                  {HB_AG_RING_COPY, HB_AG_RING_ZCOPY},
+                                  {HB_AG_DIRECT_COPY, HB_AG_DIRECT_COPY}};
+    ag->stats.algos[ids[algo][a->zcopy]]++;
     ag->stats.calls_rdma++;
     ag->stats.bytes_rdma += total;
 }
@@ -320,7 +402,7 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
         ag->stats.calls_pmpi[HB_AGP_TOO_LARGE]++;
         return -1; /* the same on every rank: total and zcopy_max are shared */
     }
-    int use_ring = !c->pow2 || block >= cfg->ag_ring;
+    int algo = choose_algo(cfg, c, block, zcopy);
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
     struct ag_call a = {.ag = ag,
                         .c = c,
@@ -334,20 +416,21 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
 
     struct hb_region *reg = NULL;
     char *tmp = NULL;
+    int failed = hb_ag_settle(ag, c); /* before a half is written again */
+    if (failed >= 0)
+        fatal_world(&a, failed);
     choose_buffer(&a, rbuf, direct, &reg, &tmp);
     c->area->out = (struct hb_ag_record){(uint64_t)(uintptr_t)a.buf, a.rkey, 0};
     if (!a.fail)
         place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
 
-    if (use_ring)
+    if (algo == ALGO_DIRECT)
+        direct_to_all(&a);
+    else if (algo == ALGO_RING)
         ring(&a);
     else
         recursive_doubling(&a);
-    for (int i = 0; i < a.ndest;
-         i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) !=
-            HB_TR_OK)
-            fatal(&a, a.dest[i], "a write did not complete");
+    finish_writes(&a);
 
     if (a.buf != rbuf && !a.fail)
         unpack(a.buf, total, rbuf, rcount * c->size, rtype);
@@ -358,6 +441,6 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
         ag->stats.calls_pmpi[HB_AGP_UNREGISTERED]++;
         return -1;
     }
-    count_call(ag, &a, use_ring, total);
+    count_call(ag, &a, algo, total);
     return 0;
 }

@@ -91,6 +91,7 @@ void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len)
     switch (HB_AG_IMM_KIND(body)) {
     case HB_AG_IMM_RD: flag_raise(&c->area->rd[k], v); break;
     case HB_AG_IMM_READY: flag_raise(&c->area->ready[k], v); break;
+    case HB_AG_IMM_DIRECT: flag_raise(&c->area->direct[k], v); break;
     case HB_AG_IMM_RING: /* one writer, in order: the n-th of a call is step n */
         if (seq != c->ring_seq) {
             c->ring_seq = seq;
@@ -113,6 +114,17 @@ static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
     free(c);
 }
 
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    int failed = -1;
+    for (int i = 0; i < c->npend; i++)
+        if (hb_transport_wait(ag->ctx->rdma->tr, &c->pend[i], hb_progress_yield,
+                              NULL) != HB_TR_OK)
+            failed = c->pend[i].peer;
+    c->npend = 0;
+    return failed;
+}
+
 /* Every rank has finished the last Allgather on the communicator: its
  * peers' writes into this area all landed (it waited for their flags) and
  * its own writes completed, so the area can go.  extra is the module
@@ -122,6 +134,7 @@ static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
     struct hb_ag *ag = extra;
     struct hb_ag_comm *c = value;
     (void)comm, (void)key;
+    hb_ag_settle(ag, c); /* a failed peer's QP is gone: no DMA either way */
     if (c->prev)
         c->prev->next = c->next;
     else if (ag->live == c)
@@ -223,15 +236,21 @@ static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
 }
 
 /* Connects to every peer the algorithms use (all ranks are in this call,
- * so every connection gets both sides' progress).  1 when all are up. */
+ * so every connection gets both sides' progress): the ring's neighbours,
+ * the recursive doubling partners, and every rank when direct may run
+ * (HOTBUF_AG_DIRECT, at most HB_AG_SLOTS ranks).  1 when all are up. */
 static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
 {
     struct hb_transport *t = ag->ctx->rdma->tr;
-    int need[2 * 64 + 2], n = 0;
+    int need[2 * 64 + 2 + HB_AG_SLOTS], n = 0;
     need[n++] = (c->rank + 1) % c->size;
     need[n++] = (c->rank + c->size - 1) % c->size;
     for (int k = 1; c->pow2 && k < c->size; k <<= 1)
         need[n++] = c->rank ^ k;
+    for (int i = 0;
+         ag->ctx->cfg->ag_direct && c->size <= HB_AG_SLOTS && i < c->size; i++)
+        if (i != c->rank)
+            need[n++] = i;
     double deadline = MPI_Wtime() + ag->ctx->cfg->connect_timeout;
     for (;;) {
         int up = 0, failed = 0;

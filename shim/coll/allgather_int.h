@@ -10,6 +10,7 @@
 
 #include "allgather_stats.h"
 #include "core/ctx.h"
+#include "transport/transport.h"
 
 struct hb_region;
 
@@ -26,6 +27,8 @@ struct hb_region;
  *   ready[k]  "slot[k] holds my receive buffer for this call"
  *   rd[k]     recursive doubling: "the data of step k is in place"
  *   data[s]   ring: "the data of step s is in place"
+ *   direct[r] direct (small blocks, at most HB_AG_SLOTS ranks): "rank r's
+ *             block is in place"
  * and, for outgoing values, out (this rank's ready record, the source of
  * that write when the device has no inline).
  *
@@ -55,9 +58,10 @@ struct hb_region;
  * shared layout fails.
  *
  * The immediate's 28-bit body (the class, HB_IMM_CLASS_AG, is on top):
- *   index (6 bits)  k of rd[k] or ready[k]; unused for the ring, whose
- *                   steps arrive in order from one writer and are counted
- *   kind (2)        HB_AG_IMM_RD, HB_AG_IMM_RING, HB_AG_IMM_READY
+ *   index (6 bits)  k of rd[k] or ready[k], r of direct[r]; unused for
+ *                   the ring, whose steps arrive in order from one writer
+ *                   and are counted
+ *   kind (2)        HB_AG_IMM_RD, _RING, _READY, _DIRECT
  *   fail (1)        the writer's vote (zero-copy calls, allgather_algo.c)
  *   seq (3)         the call number modulo 8: a peer is at most one call
  *                   ahead of this rank and every immediate of a call is
@@ -70,7 +74,12 @@ struct hb_region;
 #define HB_AG_FLAG_SEQ(v) ((v) >> 1)
 #define HB_AG_FLAG_FAIL(v) ((int)((v)&1))
 
-enum { HB_AG_IMM_RD = 0, HB_AG_IMM_RING = 1, HB_AG_IMM_READY = 2 };
+enum {
+    HB_AG_IMM_RD = 0,
+    HB_AG_IMM_RING = 1,
+    HB_AG_IMM_READY = 2,
+    HB_AG_IMM_DIRECT = 3
+};
 #define HB_AG_IDS (1u << 16)
 #define HB_AG_IMM_BODY(id, seq, fail, kind, index)                             \
     ((uint32_t)(id) << 12 | ((uint32_t)(seq)&7) << 9 | (uint32_t)(fail) << 8 | \
@@ -90,6 +99,7 @@ struct hb_ag_area {
     volatile uint64_t ready[HB_AG_SLOTS];
     volatile struct hb_ag_record slot[HB_AG_SLOTS];
     volatile uint64_t rd[HB_AG_SLOTS];
+    volatile uint64_t direct[HB_AG_SLOTS];
     struct hb_ag_record out;
     uint64_t pad[6];
     volatile uint64_t
@@ -130,8 +140,14 @@ struct hb_ag_comm {
     uint64_t seq;        /* calls on this communicator so far */
     uint64_t zcopy_max;  /* the smallest zcopy_max of all ranks */
     uint32_t id;         /* this rank's number for it (HB_AG_IDS: none) */
-    uint64_t ring_seq;   /* the ring call whose data immediates arrive */
-    size_t ring_next;    /* ... and how many of them arrived */
+    /* The last writes of the previous copy-based call, one per
+     * destination: waited for at the next call's start (or the state's
+     * end), not at their own call's end.  Their source, a half of buffer,
+     * is written again two calls later at the earliest. */
+    struct hb_tr_op pend[HB_AG_SLOTS + 1];
+    int npend;
+    uint64_t ring_seq; /* the ring call whose data immediates arrive */
+    size_t ring_next;  /* ... and how many of them arrived */
     struct hb_ag_comm *next, *prev; /* live states, for finalize */
 };
 
@@ -148,6 +164,9 @@ struct hb_ag {
 };
 
 /* allgather_comm.c: the attribute key, and freeing every state left. */
+/* Waits for c's pending writes (pend); -1, or the transport peer of one
+ * that failed. */
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c);
 int hb_ag_keyval_create(struct hb_ag *ag);
 void hb_ag_free_all(struct hb_ag *ag);
 

@@ -22,7 +22,8 @@
     _(HB_AG_RD_COPY, "rd_copy")       /* recursive doubling, copy-based */     \
     _(HB_AG_RD_ZCOPY, "rd_zcopy")     /* recursive doubling, zero-copy */      \
     _(HB_AG_RING_COPY, "ring_copy")   /* ring, copy-based */                   \
-    _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */
+    _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */                    \
+    _(HB_AG_DIRECT_COPY, "direct")    /* one step to every rank, copy-based */
 
 /* Why a call on a served communicator did not use RDMA. */
 #define HB_AG_CALL_REASONS(_)                                                  \

@@ -55,16 +55,17 @@ if mode != "off":
     alone = (even if even == 1 else 0) + (odd if odd == 1 else 0)
     need(ag["comms_pmpi"]["single_rank"] == 2 * n + 2 * alone,
          "single-rank communicators: want %d, got %s" % (2 * n + 2 * alone, ag["comms_pmpi"]))
-if mode == "mix": # HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
-    need(alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and alg["ring_zcopy"] > 0,
-         "algorithms not mixed: %s" % alg)
+if mode == "mix": # HOTBUF_AG_DIRECT < HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
+    need(alg["direct"] > 0 and alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and
+         alg["ring_zcopy"] > 0, "algorithms not mixed: %s" % alg)
 if mode == "on":
     need(cls["rerouted_calls"] > 0, "nothing rerouted")
     pow2 = n & (n - 1) == 0
     if pow2:
-        need(alg["rd_copy"] > 0 and alg["rd_zcopy"] > 0, "recursive doubling not used")
+        need(alg["rd_copy"] + alg["direct"] > 0 and alg["rd_zcopy"] > 0,
+             "recursive doubling (or direct, copy-based) not used")
     else:
-        need(alg["ring_copy"] > 0, "ring copy-based not used")
+        need(alg["ring_copy"] + alg["direct"] > 0, "ring copy-based (or direct) not used")
     need(alg["ring_zcopy"] > 0, "ring zero-copy not used")
     need(ag["comms_rdma"] > 0, "no communicator served")
     need(ag["comms_pmpi"]["intercomm"] > 0, "intercommunicator not left to MPI")
@@ -85,7 +86,7 @@ run() {
     local envs=(HOTBUF_REPORT=both HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$work/$name)
     case $mode in
         on) envs+=(HOTBUF_INTRANODE=1) ;;
-        mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
+        mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_DIRECT=64 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
     local prog=(build/$flavour/tests/allgather_check $ARGS) cmd=() arg
@@ -113,9 +114,9 @@ ARGS=quick # blocks up to 64 KiB + 1: 3 and 8 ranks on 2 emulated CPUs are slow
 for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
-# Copy-based recursive doubling, copy-based ring and zero-copy ring in
-# turn on 4 ranks (HOTBUF_AG_RING below HOTBUF_AG_ZCOPY): each flag has
-# one writer (tests/model/ag_flags.py).
+# Direct, copy-based recursive doubling, copy-based ring and zero-copy
+# ring in turn on 4 ranks (HOTBUF_AG_DIRECT < HOTBUF_AG_RING <
+# HOTBUF_AG_ZCOPY): each flag has one writer (tests/model/ag_flags.py).
 ARGS="quick mix"
 run openmpi_np4_mix mix 4 mpiexec.openmpi --oversubscribe -n 4
 ARGS=quick

@@ -1004,7 +1004,8 @@ static void test_merge(void)
         "{\"intercomm\": 0, \"no_rdma\": 1, \"single_rank\": 0, "
         "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
         "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
-        "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
+        "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0, "
+        "\"direct\": 0}, "
         "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
         "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}, "
         "\"writes\": 25, \"ops\": 25, \"imm_stray\": 1}"));
