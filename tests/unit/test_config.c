@@ -115,7 +115,7 @@ static const struct {
     {"HOTBUF_CONNECT_TIMEOUT", "60"},
     {"HOTBUF_ALLGATHER", "1"},
     {"HOTBUF_AG_ZCOPY", "8192"},
-    {"HOTBUF_AG_DIRECT", "1024"},
+    {"HOTBUF_AG_DIRECT", "0"},
     {"HOTBUF_AG_CHUNK", "0"},
     {"HOTBUF_AG_RING", "65536"},
     {"HOTBUF_AG_BUFFER", "131072"},
