@@ -53,21 +53,27 @@ if selected layers; then
 fi
 
 # ---- models: exhaustive checks of hotbuf's protocols -------------------------------
-# The Allgather's flags (tests/model/ag_flags.py): hotbuf's layout must
-# hold, and the old shared-flag layout must fail (the checker can see it).
+# The Allgather's immediates (tests/model/ag_flags.py): hotbuf's scheme
+# must hold, and each broken variant must fail (the checker can see it):
+# the old shared-flag layout, a flag trailing the data in the same write
+# (placement within a message is unordered), too few call-number bits.
 if selected model/ag_flags; then
-    if timeout 300 python3 tests/model/ag_flags.py --layout split >"$work/agf.log" 2>&1; then
+    if timeout 300 python3 tests/model/ag_flags.py --algos rd,ring --calls 3 >"$work/agf.log" 2>&1 &&
+       timeout 300 python3 tests/model/ag_flags.py --calls 2 >>"$work/agf.log" 2>&1; then
         pass model/ag_flags
     else
         fail model/ag_flags "a wait passes before its write landed" "$work/agf.log"
     fi
-    if timeout 300 python3 tests/model/ag_flags.py --layout shared >"$work/agf-bad.log" 2>&1; then
-        fail model/ag_flags_shared "the shared-flag layout was not caught" "$work/agf-bad.log"
-    elif grep -q VIOLATION "$work/agf-bad.log"; then
-        pass model/ag_flags_shared
-    else
-        fail model/ag_flags_shared "the checker did not run" "$work/agf-bad.log"
-    fi
+    for bad in "shared:--layout shared" "trailer:--placement trailer" "seq_bits:--seq-bits 1"; do
+        name=${bad%%:*}
+        if timeout 300 python3 tests/model/ag_flags.py --algos rd,ring ${bad#*:} >"$work/agf-$name.log" 2>&1; then
+            fail model/ag_flags_$name "the broken variant ($name) was not caught" "$work/agf-$name.log"
+        elif grep -q VIOLATION "$work/agf-$name.log"; then
+            pass model/ag_flags_$name
+        else
+            fail model/ag_flags_$name "the checker did not run" "$work/agf-$name.log"
+        fi
+    done
 fi
 
 # The receiver-pull point-to-point protocol (tests/model/p2p_pull.pml, spin,

@@ -42,6 +42,10 @@ static int start(const struct hb_ctx *ctx)
     memset(&ag, 0, sizeof(ag));
     ag.ctx = ctx;
     ag.keyval = MPI_KEYVAL_INVALID;
+    /* the dispatcher first: a peer may write as soon as it agreed */
+    if (!off && ctx->rdma->tr &&
+        hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_AG, hb_ag_on_imm, &ag))
+        off = 1; /* the class is taken: a bug, but never a hang */
     ag.on = hb_subsys_agree(ctx, off, ctx->rdma->tr && ctx->rdma->cache,
                             &any_rdma) &&
             hb_ag_keyval_create(&ag) == MPI_SUCCESS;
@@ -55,8 +59,9 @@ static int start(const struct hb_ctx *ctx)
 
 static void stop(const struct hb_ctx *ctx)
 {
-    (void)ctx;
     hb_ag_free_all(&ag);
+    if (ctx->rdma->tr)
+        hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_AG, NULL, NULL);
     ag.on = 0;
 }
 

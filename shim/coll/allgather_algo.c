@@ -14,12 +14,20 @@
  * peers that write to it where that buffer is (a "ready" record).
  *
  *   recursive doubling (2^k ranks): at step k exchange the 2^k blocks held
- *       so far with rank ^ 2^k: one RDMA write, then its data flag;
+ *       so far with rank ^ 2^k;
  *   ring (other sizes, large blocks): size-1 steps, each forwarding to the
- *       right neighbour the block received from the left one.
+ *       right neighbour the block received from the left one;
+ *   direct (small blocks, copy-based, up to 64 ranks): one step, this
+ *       rank's block to every other rank.  More operations than recursive
+ *       doubling (size-1 against log2(size)), but no chain of steps: a
+ *       rank waits for no one before it writes, which is what counts when
+ *       a write costs little next to a peer's turn to run.
  *
- * Writes on one reliable connection are placed in order, so a peer that
- * sees a flag also sees the data written before it.  A peer that fails in
+ * Every step is one RDMA WRITE WITH IMMEDIATE: the data, and in its
+ * immediate the flag the receiver waits for (allgather_int.h says what the
+ * specification promises about it).  A data write followed by a flag
+ * write, as before, took two operations per step where MPI sends one
+ * message, which made small blocks slower than MPI.  A peer that fails in
  * the middle of a collective cannot be worked around (the other ranks are
  * inside the same call): hotbuf says so in one line and aborts the job.
  *
@@ -40,7 +48,8 @@
  * from its ready record), so after the last step every rank holds the
  * same OR.  Once a rank knows of a failure it writes no more data (the
  * failed rank has nowhere to receive it and nothing registered to send
- * from), only flags; then all call PMPI_Allgather.  What was written into
+ * from), only flags (zero-length writes with their immediate); then all
+ * call PMPI_Allgather.  What was written into
  * receive arrays meanwhile is overwritten by it (a rank's own block, the
  * MPI_IN_PLACE input, is never written by a peer).  A flag of a later
  * call cannot stand in for a failed one: after a failed call every rank
@@ -70,7 +79,7 @@ struct ag_call {
     int fail;            /* zero-copy: some rank known not registered */
     char *buf;           /* size x block bytes, this rank's gathered array */
     uint32_t lkey, rkey; /* of buf */
-    unsigned small; /* flags for the 8/16-byte writes (inline when possible) */
+    uint32_t max_inline; /* the device's: smaller writes go inline */
     struct hb_tr_op last[HB_AG_SLOTS + 1]; /* last write to each destination */
     int dest[HB_AG_SLOTS + 1], ndest;
 };
@@ -86,6 +95,30 @@ static void fatal(const struct ag_call *a, int to, const char *what)
     PMPI_Abort(a->c->comm, 1);
 }
 
+static void fatal_world(const struct ag_call *a, int world)
+{
+    for (int i = 0; i < a->c->size; i++)
+        if (a->c->peers[i].world == world)
+            fatal(a, i, "a write did not complete");
+}
+
+/* Our sources stay untouched until read.  A zero-copy call's are the
+ * application's: waited for now.  A copy-based call's are a half of the
+ * collective buffer: the next call waits (hb_ag_settle), so this one
+ * returns as soon as its data is in, not one acknowledgement later. */
+static void finish_writes(struct ag_call *a)
+{
+    if (!a->zcopy) {
+        memcpy(a->c->pend, a->last, (size_t)a->ndest * sizeof(a->last[0]));
+        a->c->npend = a->ndest;
+        return;
+    }
+    for (int i = 0; i < a->ndest; i++)
+        if (hb_transport_wait(a->t, &a->last[i], hb_progress_yield, NULL) !=
+            HB_TR_OK)
+            fatal(a, a->dest[i], "a write did not complete");
+}
+
 /* Remembers the last write to each destination: waited for at the end. */
 static struct hb_tr_op *slot_for(struct ag_call *a, int to)
 {
@@ -96,13 +129,21 @@ static struct hb_tr_op *slot_for(struct ag_call *a, int to)
     return &a->last[a->ndest++];
 }
 
+/* One write with its immediate; signaled when it is the last one to that
+ * destination in this call (the call's end waits for it: our sources stay
+ * untouched until read; the transport signals one in 16 anyway). */
 static void post(struct ag_call *a, int to, const void *src, size_t len,
-                 uint32_t lkey, uint64_t raddr, uint32_t rkey, unsigned flags)
+                 uint32_t lkey, uint64_t raddr, uint32_t rkey, uint32_t body,
+                 unsigned signal)
 {
     struct hb_tr_op *op = slot_for(a, to);
+    unsigned flags =
+        signal | (len && len <= a->max_inline ? HB_TR_F_INLINE : 0);
+    uint32_t imm = HB_IMM(HB_IMM_CLASS_AG, body);
+    a->ag->stats.ops++;
     for (;;) {
-        int rc = hb_transport_write(a->t, a->c->peers[to].world, src, len, lkey,
-                                    raddr, rkey, flags, op);
+        int rc = hb_transport_write_imm(a->t, a->c->peers[to].world, src, len,
+                                        lkey, raddr, rkey, imm, flags, op);
         if (rc == HB_TR_OK)
             return;
         if (rc != HB_TR_BUSY)
@@ -111,29 +152,18 @@ static void post(struct ag_call *a, int to, const void *src, size_t len,
     }
 }
 
-/* A small value from this rank's area to a field of rank to's area. */
-/* Flags are signaled: the last write to each destination is a flag, and
- * waiting for its own completion is cheaper than a fence write. */
-static void post_small(struct ag_call *a, int to, const void *src, size_t len,
-                       size_t field, unsigned signal)
+/* The immediate's body for rank to: its number for the communicator,
+ * this call, what this rank knows of the vote, the word to raise. */
+static uint32_t body_for(const struct ag_call *a, int to, unsigned kind,
+                         unsigned index)
 {
-    const struct hb_ag_peer *p = &a->c->peers[to];
-    post(a, to, src, len, a->c->lkey, p->area + field, p->rkey,
-         a->small | signal);
+    return HB_AG_IMM_BODY(a->c->peers[to].id, a->seq, a->fail, kind, index);
 }
 
-/* The value this rank's flags carry now (see allgather_int.h).  Set
- * before each flag is posted; a flag still queued that reads it later
- * carries a fail bit learnt since, which is as true. */
-static void *flag_out(struct ag_call *a)
-{
-    a->c->area->out_flag = HB_AG_FLAG(a->seq, a->fail);
-    return &a->c->area->out_flag;
-}
-
-/* Waits until a peer's write of this call (or a later one) has landed in
+/* Waits until a peer's write of this call (or a later one) has raised
  * *flag, and takes in its fail bit.  No time limit: a peer may enter the
- * collective much later; only its failure ends the wait. */
+ * collective much later; only its failure ends the wait.  The flag is
+ * raised by this rank's own immediate dispatcher, inside hb_progress. */
 static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 {
     for (unsigned spins = 1; HB_AG_FLAG_SEQ(*flag) < a->seq; spins++) {
@@ -154,16 +184,14 @@ static void wait_flag(struct ag_call *a, volatile uint64_t *flag, int from)
 }
 
 /* Tells rank to where this rank's array is, in its slot k. */
-static void send_ready(struct ag_call *a, int to, int k)
+static void send_ready(struct ag_call *a, int to, int k, unsigned signal)
 {
-    post_small(a, to, &a->c->area->out, sizeof(a->c->area->out),
-               offsetof(struct hb_ag_area, slot) +
-                   (size_t)k * sizeof(struct hb_ag_record),
-               0);
-    post_small(a, to, flag_out(a), sizeof(uint64_t),
-               offsetof(struct hb_ag_area, ready) +
-                   (size_t)k * sizeof(uint64_t),
-               HB_TR_F_SIGNAL);
+    const struct hb_ag_peer *p = &a->c->peers[to];
+    a->ag->stats.writes++;
+    post(a, to, &a->c->area->out, sizeof(a->c->area->out), a->c->lkey,
+         p->area + offsetof(struct hb_ag_area, slot) +
+             (size_t)k * sizeof(struct hb_ag_record),
+         p->rkey, body_for(a, to, HB_AG_IMM_READY, (unsigned)k), signal);
 }
 
 /* Where rank peer's array is for this call: its half of the collective
@@ -182,46 +210,95 @@ static struct hb_ag_record destination(struct ag_call *a, int peer, int k)
                                  0};
 }
 
-/* Bytes [off, off+len) of the array to the same place at rank to (unless
- * the call is known to fail), then the flag at field. */
+/* Bytes [off, off+len) of the array to the same place at rank to, with
+ * the immediate that raises the receiver's flag.  Once the call is known
+ * to fail, the immediate alone (a zero-length write: to the peer's area,
+ * whose key is always good, unlike a failed rank's buffer). */
 static void send_blocks(struct ag_call *a, int to,
                         const struct hb_ag_record *dst, uint64_t off,
-                        uint64_t len, size_t field)
+                        uint64_t len, uint32_t body, unsigned signal)
 {
+    a->ag->stats.writes++;
     if (!a->fail)
-        post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey, 0);
-    post_small(a, to, flag_out(a), sizeof(uint64_t), field, HB_TR_F_SIGNAL);
+        post(a, to, a->buf + off, len, a->lkey, dst->addr + off, dst->rkey,
+             body, signal);
+    else
+        post(a, to, NULL, 0, 0, a->c->peers[to].area, a->c->peers[to].rkey,
+             body, signal);
 }
 
 static void recursive_doubling(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     for (int k = 0; a->zcopy && (1 << k) < c->size; k++)
-        send_ready(a, c->rank ^ (1 << k), k);
+        send_ready(a, c->rank ^ (1 << k), k, 0);
     for (int k = 0; (1 << k) < c->size; k++) {
         int partner = c->rank ^ (1 << k);
         struct hb_ag_record dst = destination(a, partner, k);
         uint64_t first = (uint64_t)((c->rank >> k) << k);
+        /* the body is made after destination(): it carries the vote
+         * learnt so far, as the flag did */
         send_blocks(
             a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
-            offsetof(struct hb_ag_area, rd) + (size_t)k * sizeof(uint64_t));
+            body_for(a, partner, HB_AG_IMM_RD, (unsigned)k), HB_TR_F_SIGNAL);
         wait_flag(a, &c->area->rd[k], partner);
     }
+}
+
+/* Chunks per ring step: blocks of HOTBUF_AG_CHUNK bytes or more are cut
+ * so that a rank forwards a block's first chunk while the rest arrive;
+ * the same on every rank (shared settings, block, size).  Each chunk is
+ * one immediate: the receiver's data[] words must hold them all. */
+static uint64_t ring_chunks(const struct ag_call *a)
+{
+    uint64_t chunk = a->ag->ctx->cfg->ag_chunk, n;
+    uint64_t most = a->c->data_entries / (uint64_t)(a->c->size - 1);
+    if (!chunk || a->block < 2 * chunk)
+        return 1;
+    n = a->block / chunk;
+    return n < most ? n : most;
 }
 
 static void ring(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     int p = c->size, right = (c->rank + 1) % p, left = (c->rank + p - 1) % p;
+    uint64_t n = ring_chunks(a), len = a->block / n;
+    /* on 2 ranks left is right: the data's last write is signaled */
     if (a->zcopy)
-        send_ready(a, left, HB_AG_RING_SLOT);
+        send_ready(a, left, HB_AG_RING_SLOT, p == 2 ? 0 : HB_TR_F_SIGNAL);
     struct hb_ag_record dst = destination(a, right, HB_AG_RING_SLOT);
+    /* step s forwards chunk j of the block that chunk j of step s-1
+     * brought (at step 0, this rank's own); the last chunk takes the rest */
     for (int s = 0; s < p - 1; s++) {
         uint64_t blk = (uint64_t)((c->rank - s + p) % p);
-        send_blocks(a, right, &dst, blk * a->block, a->block,
-                    offsetof(struct hb_ag_area, data) +
-                        (size_t)s * sizeof(uint64_t));
-        wait_flag(a, &c->area->data[s], left);
+        for (uint64_t j = 0; j < n; j++) {
+            if (s > 0)
+                wait_flag(a, &c->area->data[(uint64_t)(s - 1) * n + j], left);
+            send_blocks(a, right, &dst, blk * a->block + j * len,
+                        j == n - 1 ? a->block - j * len : len,
+                        body_for(a, right, HB_AG_IMM_RING, 0),
+                        s == p - 2 && j == n - 1 ? HB_TR_F_SIGNAL : 0);
+        }
+    }
+    for (uint64_t j = 0; j < n; j++)
+        wait_flag(a, &c->area->data[(uint64_t)(p - 2) * n + j], left);
+}
+
+static void direct_to_all(struct ag_call *a)
+{
+    const struct hb_ag_comm *c = a->c;
+    uint64_t off = (uint64_t)c->rank * a->block;
+    for (int i = 1; i < c->size; i++) {
+        int to = (c->rank + i) % c->size;
+        struct hb_ag_record dst = destination(a, to, 0);
+        send_blocks(a, to, &dst, off, a->block,
+                    body_for(a, to, HB_AG_IMM_DIRECT, (unsigned)c->rank),
+                    HB_TR_F_SIGNAL);
+    }
+    for (int i = 1; i < c->size; i++) {
+        int from = (c->rank + c->size - i) % c->size;
+        wait_flag(a, &c->area->direct[from], from);
     }
 }
 
@@ -292,11 +369,24 @@ static void choose_buffer(struct ag_call *a, void *rbuf, int direct,
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-static void count_call(struct hb_ag *ag, const struct ag_call *a, int use_ring,
+enum { ALGO_RD, ALGO_RING, ALGO_DIRECT };
+
+/* The same on every rank: from the shared thresholds and the block. */
+static int choose_algo(const struct hb_config *cfg, const struct hb_ag_comm *c,
+                       uint64_t block, int zcopy)
+{
+    if (!zcopy && block < cfg->ag_direct && c->size <= HB_AG_SLOTS)
+        return ALGO_DIRECT;
+    return !c->pow2 || block >= cfg->ag_ring ? ALGO_RING : ALGO_RD;
+}
+
+static void count_call(struct hb_ag *ag, const struct ag_call *a, int algo,
                        uint64_t total)
 {
-    ag->stats.algos[use_ring ? (a->zcopy ? HB_AG_RING_ZCOPY : HB_AG_RING_COPY)
-                             : (a->zcopy ? HB_AG_RD_ZCOPY : HB_AG_RD_COPY)]++;
+    static const int ids[3][2] = {{HB_AG_RD_COPY, HB_AG_RD_ZCOPY},
+                                  {HB_AG_RING_COPY, HB_AG_RING_ZCOPY},
+                                  {HB_AG_DIRECT_COPY, HB_AG_DIRECT_COPY}};
+    ag->stats.algos[ids[algo][a->zcopy]]++;
     ag->stats.calls_rdma++;
     ag->stats.bytes_rdma += total;
 }
@@ -312,7 +402,7 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
         ag->stats.calls_pmpi[HB_AGP_TOO_LARGE]++;
         return -1; /* the same on every rank: total and zcopy_max are shared */
     }
-    int use_ring = !c->pow2 || block >= cfg->ag_ring;
+    int algo = choose_algo(cfg, c, block, zcopy);
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
     struct ag_call a = {.ag = ag,
                         .c = c,
@@ -322,25 +412,25 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
                         .zcopy = zcopy};
     struct hb_transport_info info;
     hb_transport_get_info(a.t, &info);
-    a.small =
-        info.max_inline >= sizeof(struct hb_ag_record) ? HB_TR_F_INLINE : 0;
+    a.max_inline = info.max_inline;
 
     struct hb_region *reg = NULL;
     char *tmp = NULL;
+    int failed = hb_ag_settle(ag, c); /* before a half is written again */
+    if (failed >= 0)
+        fatal_world(&a, failed);
     choose_buffer(&a, rbuf, direct, &reg, &tmp);
     c->area->out = (struct hb_ag_record){(uint64_t)(uintptr_t)a.buf, a.rkey, 0};
     if (!a.fail)
         place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
 
-    if (use_ring)
+    if (algo == ALGO_DIRECT)
+        direct_to_all(&a);
+    else if (algo == ALGO_RING)
         ring(&a);
     else
         recursive_doubling(&a);
-    for (int i = 0; i < a.ndest;
-         i++) /* our sources stay untouched until read */
-        if (hb_transport_wait(a.t, &a.last[i], hb_progress_yield, NULL) !=
-            HB_TR_OK)
-            fatal(&a, a.dest[i], "a write did not complete");
+    finish_writes(&a);
 
     if (a.buf != rbuf && !a.fail)
         unpack(a.buf, total, rbuf, rcount * c->size, rtype);
@@ -351,6 +441,6 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
         ag->stats.calls_pmpi[HB_AGP_UNREGISTERED]++;
         return -1;
     }
-    count_call(ag, &a, use_ring, total);
+    count_call(ag, &a, algo, total);
     return 0;
 }

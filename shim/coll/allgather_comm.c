@@ -29,11 +29,100 @@ static void area_free(struct hb_ag *ag, struct hb_ag_comm *c)
     c->area = NULL;
 }
 
+/* A number for the state, the lowest free one, that peers put in their
+ * immediates to this rank; HB_AG_IDS when the table cannot hold it. */
+static uint32_t id_take(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    uint32_t id = 0;
+    while (id < ag->nids && ag->by_id[id])
+        id++;
+    if (id == ag->nids) {
+        uint32_t n = ag->nids ? 2 * ag->nids : 16;
+        struct hb_ag_comm **t =
+            n <= HB_AG_IDS ? realloc(ag->by_id, n * sizeof(*t)) : NULL;
+        if (!t)
+            return HB_AG_IDS;
+        memset(t + ag->nids, 0, (n - ag->nids) * sizeof(*t));
+        ag->by_id = t;
+        ag->nids = n;
+    }
+    ag->by_id[id] = c;
+    return id;
+}
+
+/* The state's immediates all arrived (every one is waited for within its
+ * call), so its number can serve another. */
+static void id_drop(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    if (c->id < ag->nids && ag->by_id[c->id] == c)
+        ag->by_id[c->id] = NULL;
+    c->id = HB_AG_IDS;
+}
+
+/* The full call number of an immediate's 3 bits: the writer is in this
+ * rank's current call (c->seq) or the next one, never further (see
+ * allgather_int.h); within +-4 of c->seq for safety. */
+static uint64_t imm_seq(const struct hb_ag_comm *c, uint32_t low)
+{
+    uint64_t d = (low - c->seq) & 7;
+    return d < 4 ? c->seq + d : c->seq - (8 - d);
+}
+
+/* Flag words only grow: a release store, since the waiter may run on
+ * another thread than MPI's progress that called this. */
+static void flag_raise(volatile uint64_t *w, uint64_t v)
+{
+    if (v > *w)
+        __atomic_store_n(w, v, __ATOMIC_RELEASE);
+}
+
+void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len)
+{
+    struct hb_ag *ag = ctx;
+    uint32_t id = HB_AG_IMM_ID(body), k = HB_AG_IMM_INDEX(body);
+    struct hb_ag_comm *c = id < ag->nids ? ag->by_id[id] : NULL;
+    (void)peer, (void)byte_len;
+    if (!c || !c->area) {
+        ag->stats.imm_stray++;
+        return;
+    }
+    uint64_t seq = imm_seq(c, HB_AG_IMM_SEQ(body));
+    uint64_t v = HB_AG_FLAG(seq, HB_AG_IMM_FAIL(body));
+    switch (HB_AG_IMM_KIND(body)) {
+    case HB_AG_IMM_RD: flag_raise(&c->area->rd[k], v); break;
+    case HB_AG_IMM_READY: flag_raise(&c->area->ready[k], v); break;
+    case HB_AG_IMM_DIRECT: flag_raise(&c->area->direct[k], v); break;
+    case HB_AG_IMM_RING: /* one writer, in order: the n-th of a call is step n */
+        if (seq != c->ring_seq) {
+            c->ring_seq = seq;
+            c->ring_next = 0;
+        }
+        if (c->ring_next < c->data_entries)
+            flag_raise(&c->area->data[c->ring_next++], v);
+        else
+            ag->stats.imm_stray++;
+        break;
+    default: ag->stats.imm_stray++; break;
+    }
+}
+
 static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
 {
+    id_drop(ag, c);
     area_free(ag, c);
     free(c->peers);
     free(c);
+}
+
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    int failed = -1;
+    for (int i = 0; i < c->npend; i++)
+        if (hb_transport_wait(ag->ctx->rdma->tr, &c->pend[i], hb_progress_yield,
+                              NULL) != HB_TR_OK)
+            failed = c->pend[i].peer;
+    c->npend = 0;
+    return failed;
 }
 
 /* Every rank has finished the last Allgather on the communicator: its
@@ -45,6 +134,7 @@ static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
     struct hb_ag *ag = extra;
     struct hb_ag_comm *c = value;
     (void)comm, (void)key;
+    hb_ag_settle(ag, c); /* a failed peer's QP is gone: no DMA either way */
     if (c->prev)
         c->prev->next = c->next;
     else if (ag->live == c)
@@ -67,6 +157,9 @@ void hb_ag_free_all(struct hb_ag *ag)
         PMPI_Comm_delete_attr(ag->live->comm, ag->keyval); /* unlinks it */
     if (ag->keyval != MPI_KEYVAL_INVALID)
         PMPI_Comm_free_keyval(&ag->keyval);
+    free(ag->by_id);
+    ag->by_id = NULL;
+    ag->nids = 0;
 }
 
 /* The area: flags, slots, data flags, two buffer halves; registered
@@ -107,10 +200,12 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
     me->ok = HB_AG_PEER_OFF;
     if (!ctx->rdma->tr || !ctx->rdma->cache || !ctx->cfg->allgather)
         return;
-    if (area_create(ag, c)) {
+    /* the number goes out with the entry below, before any peer writes */
+    if ((c->id = id_take(ag, c)) == HB_AG_IDS || area_create(ag, c)) {
         me->ok = HB_AG_PEER_NO_MEMORY;
         return;
     }
+    me->id = c->id;
     me->area = (uint64_t)(uintptr_t)c->area;
     me->rkey = c->rkey;
     size_t cap = hb_regcache_default_max_bytes();
@@ -141,15 +236,21 @@ static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
 }
 
 /* Connects to every peer the algorithms use (all ranks are in this call,
- * so every connection gets both sides' progress).  1 when all are up. */
+ * so every connection gets both sides' progress): the ring's neighbours,
+ * the recursive doubling partners, and every rank when direct may run
+ * (HOTBUF_AG_DIRECT, at most HB_AG_SLOTS ranks).  1 when all are up. */
 static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
 {
     struct hb_transport *t = ag->ctx->rdma->tr;
-    int need[2 * 64 + 2], n = 0;
+    int need[2 * 64 + 2 + HB_AG_SLOTS], n = 0;
     need[n++] = (c->rank + 1) % c->size;
     need[n++] = (c->rank + c->size - 1) % c->size;
     for (int k = 1; c->pow2 && k < c->size; k <<= 1)
         need[n++] = c->rank ^ k;
+    for (int i = 0;
+         ag->ctx->cfg->ag_direct && c->size <= HB_AG_SLOTS && i < c->size; i++)
+        if (i != c->rank)
+            need[n++] = i;
     double deadline = MPI_Wtime() + ag->ctx->cfg->connect_timeout;
     for (;;) {
         int up = 0, failed = 0;
@@ -171,6 +272,7 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     if (!c)
         return NULL;
     c->comm = comm;
+    c->id = HB_AG_IDS;
     c->reason = HB_AGC_NO_RDMA;
     PMPI_Comm_test_inter(comm, &inter);
     PMPI_Comm_rank(comm, &c->rank);
@@ -221,8 +323,10 @@ struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
         ag->stats.comms_rdma++;
     else
         ag->stats.comms_pmpi[c->reason]++;
-    if (c->reason >= 0) /* not served: give the memory back now */
+    if (c->reason >= 0) { /* not served: give the memory back now */
+        id_drop(ag, c);
         area_free(ag, c);
+    }
     PMPI_Comm_set_attr(comm, ag->keyval, c);
     c->next = ag->live;
     if (ag->live)

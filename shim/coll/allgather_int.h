@@ -10,42 +10,85 @@
 
 #include "allgather_stats.h"
 #include "core/ctx.h"
+#include "transport/transport.h"
 
 struct hb_region;
 
-/* The registered area of one rank on one communicator.  Peers write into
- * it; nothing is ever cleared.
- *   ready[k]  zero-copy calls: "my receive buffer for this call is in
- *             slot[k]": from the step-k partner (recursive doubling) or,
- *             at HB_AG_RING_SLOT, from the right neighbour (ring)
- *   slot[k]   that buffer's address and rkey
+/* The area of one rank on one communicator, registered: peers write the
+ * gathered data and the ready records into it.
+ *   slot[k]   zero-copy calls: a peer's receive buffer for this call
+ *             (address and rkey), from the step-k partner (recursive
+ *             doubling) or, at HB_AG_RING_SLOT, from the right neighbour
+ *   buffer    two halves, alternating between calls (copy-based mode)
+ * plus the flag words, which no peer writes: each write a peer makes to
+ * this rank is one RDMA WRITE WITH IMMEDIATE, and this rank's immediate
+ * dispatcher (hb_ag_on_imm, inside its progress) sets the word the
+ * immediate names:
+ *   ready[k]  "slot[k] holds my receive buffer for this call"
  *   rd[k]     recursive doubling: "the data of step k is in place"
  *   data[s]   ring: "the data of step s is in place"
- *   buffer    two halves, alternating between calls (copy-based mode)
- * plus, for outgoing values, out (this rank's ready record and flag, the
- * source of the small writes when the device has no inline).
+ *   direct[r] direct (small blocks, at most HB_AG_SLOTS ranks): "rank r's
+ *             block is in place"
+ * and, for outgoing values, out (this rank's ready record, the source of
+ * that write when the device has no inline).
+ *
+ * What is relied on.  The InfiniBand specification does not order the
+ * placement of the bytes within one message: a "last byte" or trailer
+ * written by the same RDMA WRITE may become visible before the bytes
+ * ahead of it, so it can never say that the data is there.  What it does
+ * promise is that the responder generates the receive completion of an
+ * RDMA WRITE WITH IMMEDIATE only after the write's data is placed in
+ * memory, and that the messages of one reliable connection complete in
+ * the order they were sent.  So an immediate taken from the completion
+ * queue proves its own data landed, and an earlier message from the same
+ * writer too.  Nothing here reads data before its immediate was seen.
  *
  * Flags name their call and their writer.  The call: a flag's value is
  * HB_AG_FLAG(seq, fail), and a wait for call N passes on a value of call
- * N or later.  The writer: each flag word has exactly one writer for the
+ * N or later.  The writer: each word has exactly one writer for the
  * communicator's life (rd[k]: rank ^ 2^k; data[s]: the left neighbour;
  * ready[k]: the step-k partner; ready[HB_AG_RING_SLOT]: the right one),
- * so its values only grow and a writer's later value, arriving on the
- * same in-order connection, proves its earlier data landed.  Naming the
- * writer in the value instead would not do: with two writers a word's
- * value of call N could be overwritten by the other writer's call N+1
- * before the waiter reads it (wrong data with ">=", a hang with "==").
- * An earlier layout shared data[] between both algorithms: a ring wait of
- * call N then passed on a recursive doubling write of a later call from
- * another rank (tests/model/ag_flags.py finds it; it checks this one).
+ * so its values only grow.  Naming the writer in the value instead would
+ * not do: with two writers a word's value of call N could be overwritten
+ * by the other writer's call N+1 before the waiter reads it (wrong data
+ * with ">=", a hang with "==").  An earlier layout shared data[] between
+ * both algorithms: a ring wait of call N then passed on a recursive
+ * doubling write of a later call from another rank.  tests/model/
+ * ag_flags.py checks the immediates' scheme exhaustively, and that the
+ * shared layout fails.
  *
- * fail (zero-copy calls) is the vote on whether every rank registered its
- * receive array: see allgather_algo.c. */
+ * The immediate's 28-bit body (the class, HB_IMM_CLASS_AG, is on top):
+ *   index (6 bits)  k of rd[k] or ready[k], r of direct[r]; unused for
+ *                   the ring, whose steps arrive in order from one writer
+ *                   and are counted
+ *   kind (2)        HB_AG_IMM_RD, _RING, _READY, _DIRECT
+ *   fail (1)        the writer's vote (zero-copy calls, allgather_algo.c)
+ *   seq (3)         the call number modulo 8: a peer is at most one call
+ *                   ahead of this rank and every immediate of a call is
+ *                   taken within that call, so 3 bits name it
+ *   id (16)         the receiver's number for the communicator (sent at
+ *                   creation), which finds the state among all served. */
 #define HB_AG_SLOTS 64
 #define HB_AG_RING_SLOT (HB_AG_SLOTS - 1)
 #define HB_AG_FLAG(seq, fail) ((uint64_t)(seq) << 1 | (uint64_t)(fail))
 #define HB_AG_FLAG_SEQ(v) ((v) >> 1)
 #define HB_AG_FLAG_FAIL(v) ((int)((v)&1))
+
+enum {
+    HB_AG_IMM_RD = 0,
+    HB_AG_IMM_RING = 1,
+    HB_AG_IMM_READY = 2,
+    HB_AG_IMM_DIRECT = 3
+};
+#define HB_AG_IDS (1u << 16)
+#define HB_AG_IMM_BODY(id, seq, fail, kind, index)                             \
+    ((uint32_t)(id) << 12 | ((uint32_t)(seq)&7) << 9 | (uint32_t)(fail) << 8 | \
+     (uint32_t)(kind) << 6 | (uint32_t)(index))
+#define HB_AG_IMM_ID(b) ((b) >> 12)
+#define HB_AG_IMM_SEQ(b) (((b) >> 9) & 7)
+#define HB_AG_IMM_FAIL(b) ((int)(((b) >> 8) & 1))
+#define HB_AG_IMM_KIND(b) (((b) >> 6) & 3)
+#define HB_AG_IMM_INDEX(b) ((b)&63)
 
 struct hb_ag_record {
     uint64_t addr;
@@ -56,9 +99,9 @@ struct hb_ag_area {
     volatile uint64_t ready[HB_AG_SLOTS];
     volatile struct hb_ag_record slot[HB_AG_SLOTS];
     volatile uint64_t rd[HB_AG_SLOTS];
+    volatile uint64_t direct[HB_AG_SLOTS];
     struct hb_ag_record out;
-    uint64_t out_flag;
-    uint64_t pad[5];
+    uint64_t pad[6];
     volatile uint64_t
         data[]; /* max(size, HB_AG_SLOTS) entries, then the buffer */
 };
@@ -79,6 +122,8 @@ struct hb_ag_peer {
     int32_t world; /* transport peer */
     uint32_t node;
     uint32_t ok; /* enum hb_ag_peer_state */
+    uint32_t id; /* its number for the communicator, in its immediates */
+    uint32_t pad;
 };
 
 struct hb_ag_comm {
@@ -94,6 +139,15 @@ struct hb_ag_comm {
     uint32_t lkey, rkey; /* of the area */
     uint64_t seq;        /* calls on this communicator so far */
     uint64_t zcopy_max;  /* the smallest zcopy_max of all ranks */
+    uint32_t id;         /* this rank's number for it (HB_AG_IDS: none) */
+    /* The last writes of the previous copy-based call, one per
+     * destination: waited for at the next call's start (or the state's
+     * end), not at their own call's end.  Their source, a half of buffer,
+     * is written again two calls later at the earliest. */
+    struct hb_tr_op pend[HB_AG_SLOTS + 1];
+    int npend;
+    uint64_t ring_seq; /* the ring call whose data immediates arrive */
+    size_t ring_next;  /* ... and how many of them arrived */
     struct hb_ag_comm *next, *prev; /* live states, for finalize */
 };
 
@@ -103,13 +157,23 @@ struct hb_ag {
     int on;                   /* agreed by every rank at start */
     int threads;              /* off for MPI_THREAD_MULTIPLE (any rank) */
     int keyval; /* the attribute that carries a communicator's state */
-    struct hb_ag_comm *live; /* states with an attribute, for stop */
+    struct hb_ag_comm *live;   /* states with an attribute, for stop */
+    struct hb_ag_comm **by_id; /* states by id, for the immediates */
+    uint32_t nids;             /* entries of by_id */
     struct hb_ag_summary stats;
 };
 
 /* allgather_comm.c: the attribute key, and freeing every state left. */
+/* Waits for c's pending writes (pend); -1, or the transport peer of one
+ * that failed. */
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c);
 int hb_ag_keyval_create(struct hb_ag *ag);
 void hb_ag_free_all(struct hb_ag *ag);
+
+/* The immediate dispatcher's entry for HB_IMM_CLASS_AG (ctx: the module
+ * state): sets the flag word the immediate names.  An immediate for no
+ * live state (a protocol error) is counted as stray. */
+void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len);
 
 /* Returns the communicator's state, creating it collectively on first use. */
 struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm);

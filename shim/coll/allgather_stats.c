@@ -37,6 +37,11 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
     hb_report_text_counts(out, a->algos, 0, HB_AG_NALGOS, algo_names);
     fprintf(out, "; left on MPI: ");
     hb_report_text_counts(out, a->calls_pmpi, 0, HB_AGP_NREASONS, call_names);
+    fprintf(out, "\n  %llu write(s) in %llu RDMA operation(s)",
+            (unsigned long long)a->writes, (unsigned long long)a->ops);
+    if (a->imm_stray)
+        fprintf(out, "; %llu stray immediate(s)",
+                (unsigned long long)a->imm_stray);
     fprintf(out, "\n");
 }
 
@@ -52,7 +57,9 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     hb_report_json_counts(out, a->algos, 0, HB_AG_NALGOS, algo_names);
     fprintf(out, ", \"calls_pmpi\": ");
     hb_report_json_counts(out, a->calls_pmpi, 0, HB_AGP_NREASONS, call_names);
-    fprintf(out, "}");
+    fprintf(out, ", \"writes\": %llu, \"ops\": %llu, \"imm_stray\": %llu}",
+            (unsigned long long)a->writes, (unsigned long long)a->ops,
+            (unsigned long long)a->imm_stray);
 }
 
 /* The commonest reason calls stayed on PMPI; "comm" (the communicator is

@@ -22,7 +22,8 @@
     _(HB_AG_RD_COPY, "rd_copy")       /* recursive doubling, copy-based */     \
     _(HB_AG_RD_ZCOPY, "rd_zcopy")     /* recursive doubling, zero-copy */      \
     _(HB_AG_RING_COPY, "ring_copy")   /* ring, copy-based */                   \
-    _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */
+    _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */                    \
+    _(HB_AG_DIRECT_COPY, "direct")    /* one step to every rank, copy-based */
 
 /* Why a call on a served communicator did not use RDMA. */
 #define HB_AG_CALL_REASONS(_)                                                  \
@@ -42,6 +43,9 @@ struct hb_ag_summary {
     uint64_t comms, comms_rdma, comms_pmpi[HB_AGC_NREASONS];
     uint64_t calls_rdma, bytes_rdma, algos[HB_AG_NALGOS];
     uint64_t calls_pmpi[HB_AGP_NREASONS];
+    uint64_t writes;    /* data and ready records the served calls sent */
+    uint64_t ops;       /* RDMA operations they took (one per write) */
+    uint64_t imm_stray; /* immediates naming no live state: a bug */
 };
 
 extern const struct hb_report_section hb_ag_section;

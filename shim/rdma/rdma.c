@@ -73,8 +73,8 @@ static void start_cache(struct hb_rdma *r, const struct hb_config *cfg)
             "; HOTBUF_MEMMON=off: stale registrations possible (debug only)");
 }
 
-/* The transport's one immediate callback hands each to its class. */
-static void dispatch_imm(void *ctx, int peer, uint32_t imm, uint32_t byte_len)
+/* The transport's on_imm: one class per subsystem (see rdma.h). */
+static void imm_dispatch(void *ctx, int peer, uint32_t imm, uint32_t byte_len)
 {
     struct hb_rdma *r = ctx;
     unsigned cls = HB_IMM_CLASS(imm);
@@ -85,13 +85,13 @@ static void dispatch_imm(void *ctx, int peer, uint32_t imm, uint32_t byte_len)
     r->imm[cls].fn(r->imm[cls].ctx, peer, HB_IMM_BODY(imm), byte_len);
 }
 
-int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_rdma_imm_fn fn,
+int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_imm_fn fn,
                          void *ctx)
 {
-    if (cls == 0 || cls >= HB_IMM_CLASSES)
+    if (cls == 0 || cls >= HB_IMM_CLASSES || (fn && r->imm[cls].fn))
         return -1;
     r->imm[cls].fn = fn;
-    r->imm[cls].ctx = ctx;
+    r->imm[cls].ctx = fn ? ctx : NULL;
     return 0;
 }
 
@@ -101,11 +101,11 @@ int hb_rdma_start(struct hb_rdma *r, const struct hb_config *cfg, int rank,
     struct hb_transport_params p;
     char why[200] = "";
     hb_transport_params_default(&p);
+    p.on_imm = imm_dispatch;
+    p.on_imm_ctx = r;
     p.device = cfg->device;
     p.port = cfg->port;
     p.connect_timeout_s = cfg->connect_timeout;
-    p.on_imm = dispatch_imm;
-    p.on_imm_ctx = r;
     if (hb_transport_open(&p, rank, size, &r->tr, why, sizeof(why))) {
         r->tr = NULL;
         /* every rank joins the bootstrap, also one whose open failed */
@@ -137,6 +137,7 @@ static void summarize(const struct hb_rdma *r, struct hb_rdma_summary *s)
         .peers_failed = m.peers_failed,
         .transport_bytes = m.total_bytes,
         .per_peer_bytes = m.per_peer_bytes,
+        .imm_dropped = r->imm_dropped,
     };
     if (r->cache) {
         struct hb_regcache_stats cs;

@@ -22,27 +22,32 @@ struct hb_transport;
 struct hb_regcache;
 struct hb_region;
 
-/* Immediates (RDMA WRITE WITH IMMEDIATE) are shared by the subsystems: the
- * top 4 bits of the 32-bit value say whose it is, the rest is theirs. */
-enum { HB_IMM_CLASS_AG = 1, HB_IMM_CLASS_P2P = 2, HB_IMM_CLASSES = 16 };
-#define HB_IMM_CLASS(imm) ((uint32_t)(imm) >> 28)
-#define HB_IMM_BODY(imm) ((uint32_t)(imm)&0x0fffffffu)
-#define HB_IMM_MAKE(cls, body) (((uint32_t)(cls) << 28) | HB_IMM_BODY(body))
+/* RDMA WRITE WITH IMMEDIATE is shared by the subsystems that use it: the
+ * top 4 bits of the 32-bit immediate name a class, the subsystem that
+ * registered it gets the other 28 (its body).  One dispatcher, so that no
+ * subsystem needs to know another. */
+enum { HB_IMM_CLASS_AG = 1, HB_IMM_CLASS_P2P = 2 };
+#define HB_IMM_CLASSES 16
+#define HB_IMM_CLASS(imm) ((imm) >> 28)
+#define HB_IMM_BODY(imm) ((imm)&0x0fffffff)
+#define HB_IMM(cls, body) ((uint32_t)(cls) << 28 | ((body)&0x0fffffff))
 
-/* Called inside the transport's progress (may post, must not close). */
-typedef void (*hb_rdma_imm_fn)(void *ctx, int peer, uint32_t body,
-                               uint32_t byte_len);
+/* Called from inside the transport's progress (any hb_progress), with the
+ * transport peer (world rank) that wrote, the body and the bytes written.
+ * May post; must not wait (no progress runs inside it). */
+typedef void (*hb_imm_fn)(void *ctx, int peer, uint32_t body,
+                          uint32_t byte_len);
 
 struct hb_rdma {
     struct hb_transport *tr;   /* NULL: RDMA pass-through */
     struct hb_regcache *cache; /* NULL: user buffers are not registered */
     int memmon_active;
+    char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
     struct {
-        hb_rdma_imm_fn fn;
+        hb_imm_fn fn;
         void *ctx;
     } imm[HB_IMM_CLASSES];
-    uint64_t imm_dropped;            /* of a class nobody registered */
-    char status[HB_RDMA_STATUS_LEN]; /* one line for the report */
+    uint64_t imm_dropped; /* immediates of a class nobody registered */
 };
 
 /* Before anything registers memory (fork safety wants ibv_fork_init first). */
@@ -66,9 +71,11 @@ void hb_rdma_summarize(const struct hb_rdma *r, int rank,
 int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
                      struct hb_region **out);
 
-/* Immediates of class cls go to fn from now on (fn NULL: dropped again).
- * 0, or -1 for a class out of range. */
-int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_rdma_imm_fn fn,
+/* Routes immediates of class cls (1..15) to fn(ctx, ...); fn NULL stops
+ * it (later ones are counted and dropped).  0, or -1 for a bad class or a
+ * class another caller holds.  Register before the first peer can write
+ * one: an immediate of an unregistered class is lost. */
+int hb_rdma_imm_register(struct hb_rdma *r, unsigned cls, hb_imm_fn fn,
                          void *ctx);
 
 /* Collective: a barrier (no peer may still write into our memory), then

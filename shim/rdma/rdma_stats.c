@@ -28,6 +28,7 @@ static void merge_summary(struct hb_rdma_summary *to,
     to->cache_misses += s->cache_misses;
     to->cache_invalidations += s->cache_invalidations;
     to->memmon_events += s->memmon_events;
+    to->imm_dropped += s->imm_dropped;
 }
 
 static void merge(void *acc, const void *rec)
@@ -81,6 +82,10 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
         (unsigned long long)s->cache_hits, (unsigned long long)s->cache_misses,
         (unsigned long long)s->cache_invalidations,
         (unsigned long long)s->memmon_events);
+    if (s->imm_dropped) /* a peer speaks a class nobody here registered */
+        fprintf(out,
+                "  %llu RDMA immediate(s) of no registered class dropped\n",
+                (unsigned long long)s->imm_dropped);
     text_failed(out, d);
 }
 

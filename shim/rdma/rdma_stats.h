@@ -29,7 +29,8 @@ struct hb_failed_peer {
     _(cache_hits, "cache_hits")                                                \
     _(cache_misses, "cache_misses")                                            \
     _(cache_invalidations, "cache_invalidations")                              \
-    _(memmon_events, "memmon_events")
+    _(memmon_events, "memmon_events")                                          \
+    _(imm_dropped, "imm_dropped") /* immediates of no registered class */
 
 #define HB_RDMA_FIELD(f, key) uint64_t f;
 struct hb_rdma_summary {

@@ -10,7 +10,11 @@
 # and single-rank communicators counted as such.
 # MPI itself stays on shared memory; hotbuf uses rxe0 (HOTBUF_INTRANODE=1).
 # MPICH busy-polls: it runs at 2 ranks here.
-# Prints PASS/FAIL lines.
+# Every write a served call sends must be one RDMA operation (WRITE WITH
+# IMMEDIATE: data and flag together), and no immediate may go astray.
+# AG_ONLY=REGEX runs only the runs whose name matches; AG_LIB=PATH takes
+# that library instead of the built one (to see a check fail on another
+# build).  Prints PASS/FAIL lines.
 set -u
 cd "$(dirname "$0")/../.."
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -33,6 +37,10 @@ def need(cond, what):
 need(cls["rerouted_calls"] == ag["calls_rdma"], "rerouted_calls != calls_rdma")
 need(sum(s["rerouted_calls"] for s in r["sites"] if s["op"] == "allgather") == cls["rerouted_calls"],
      "sites do not add up")
+need(ag["ops"] == ag["writes"] and (ag["writes"] > 0) == (ag["calls_rdma"] > 0),
+     "one RDMA operation per write: %d writes took %d operations" % (ag["writes"], ag["ops"]))
+need(ag["imm_stray"] == 0 and r["rdma"]["imm_dropped"] == 0,
+     "stray immediates: %d, dropped: %d" % (ag["imm_stray"], r["rdma"]["imm_dropped"]))
 # intercomm(): 3 calls per rank of 4096-byte blocks from each remote rank
 inter = [s for s in r["sites"] if s["op"] == "allgather" and s["name"].startswith("intercomm ")]
 even, odd = (n + 1) // 2, n // 2
@@ -47,16 +55,17 @@ if mode != "off":
     alone = (even if even == 1 else 0) + (odd if odd == 1 else 0)
     need(ag["comms_pmpi"]["single_rank"] == 2 * n + 2 * alone,
          "single-rank communicators: want %d, got %s" % (2 * n + 2 * alone, ag["comms_pmpi"]))
-if mode == "mix": # HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
-    need(alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and alg["ring_zcopy"] > 0,
-         "algorithms not mixed: %s" % alg)
+if mode == "mix": # HOTBUF_AG_DIRECT < HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
+    need(alg["direct"] > 0 and alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and
+         alg["ring_zcopy"] > 0, "algorithms not mixed: %s" % alg)
 if mode == "on":
     need(cls["rerouted_calls"] > 0, "nothing rerouted")
     pow2 = n & (n - 1) == 0
     if pow2:
-        need(alg["rd_copy"] > 0 and alg["rd_zcopy"] > 0, "recursive doubling not used")
+        need(alg["rd_copy"] + alg["direct"] > 0 and alg["rd_zcopy"] > 0,
+             "recursive doubling (or direct, copy-based) not used")
     else:
-        need(alg["ring_copy"] > 0, "ring copy-based not used")
+        need(alg["ring_copy"] + alg["direct"] > 0, "ring copy-based (or direct) not used")
     need(alg["ring_zcopy"] > 0, "ring zero-copy not used")
     need(ag["comms_rdma"] > 0, "no communicator served")
     need(ag["comms_pmpi"]["intercomm"] > 0, "intercommunicator not left to MPI")
@@ -73,10 +82,11 @@ PY
 # run NAME MODE NRANKS LAUNCHER...
 run() {
     local name=$1 mode=$2 n=$3; shift 3
+    [[ $name =~ ${AG_ONLY:-.} ]] || return 0
     local envs=(HOTBUF_REPORT=both HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$work/$name)
     case $mode in
         on) envs+=(HOTBUF_INTRANODE=1) ;;
-        mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
+        mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_DIRECT=64 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
     local prog=(build/$flavour/tests/allgather_check $ARGS) cmd=() arg
@@ -84,7 +94,7 @@ run() {
         if [ "$arg" = @PROG@ ]; then cmd+=("${prog[@]}"); else cmd+=("$arg"); fi
     done
     [[ " $* " == *" @PROG@ "* ]] || cmd+=("${prog[@]}")
-    env "${envs[@]}" timeout 600 tools/hotbuf-run -- "${cmd[@]}" >"$work/$name.out" 2>"$work/$name.err"
+    env "${envs[@]}" timeout 600 tools/hotbuf-run ${AG_LIB:+--lib=$AG_LIB} -- "${cmd[@]}" >"$work/$name.out" 2>"$work/$name.err"
     local rc=$?
     if [ $rc = 0 ] && grep -q "^allgather_check: $n ranks, [1-9][0-9]* checks, 0 mismatches" "$work/$name.out" &&
        check_json "$work/$name.json" "$mode" "$n" >"$work/$name.check" 2>&1; then
@@ -104,9 +114,9 @@ ARGS=quick # blocks up to 64 KiB + 1: 3 and 8 ranks on 2 emulated CPUs are slow
 for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
-# Copy-based recursive doubling, copy-based ring and zero-copy ring in
-# turn on 4 ranks (HOTBUF_AG_RING below HOTBUF_AG_ZCOPY): each flag has
-# one writer (tests/model/ag_flags.py).
+# Direct, copy-based recursive doubling, copy-based ring and zero-copy
+# ring in turn on 4 ranks (HOTBUF_AG_DIRECT < HOTBUF_AG_RING <
+# HOTBUF_AG_ZCOPY): each flag has one writer (tests/model/ag_flags.py).
 ARGS="quick mix"
 run openmpi_np4_mix mix 4 mpiexec.openmpi --oversubscribe -n 4
 ARGS=quick
@@ -115,7 +125,9 @@ run openmpi_np2_off off 2 mpiexec.openmpi -n 2
 # path of every call: all take the smallest values, rank 0 says so.
 run openmpi_np2_mixed on 2 mpiexec.openmpi -n 1 env HOTBUF_AG_ZCOPY=1K HOTBUF_AG_RING=4K \
     HOTBUF_AG_BUFFER=16K @PROG@ : -n 1 @PROG@
-if grep -q "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384" \
+if [[ ! openmpi_np2_mixed =~ ${AG_ONLY:-.} ]]; then
+    :
+elif grep -q "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384" \
        "$work/openmpi_np2_mixed.err"; then
     pass allgather/mixed_thresholds_note
 else

@@ -737,7 +737,7 @@ static void synthetic(struct synthetic *y)
     y->rk[1].rma.windows_pmpi[HB_WIN_SHARED] = 1,
     y->rk[1].rma.ops_pmpi[HB_RMA_CONNECTING] = 1;
     y->rk[2].rdma.s.up = 1, y->rk[2].rdma.s.peers_failed = 1,
-    y->rk[2].rdma.nfailed = 1;
+    y->rk[2].rdma.nfailed = 1, y->rk[2].rdma.s.imm_dropped = 2;
     y->rk[2].rdma.failed[0] =
         (struct hb_failed_peer){2, 0, "no answer to the connection request"};
     /* allgather: two ranks' communicators served, one on PMPI */
@@ -749,6 +749,8 @@ static void synthetic(struct synthetic *y)
     y->rk[1].ag.calls_rdma = 4;
     y->rk[1].ag.algos[HB_AG_RD_ZCOPY] = 4,
     y->rk[1].ag.calls_pmpi[HB_AGP_NONBLOCKING] = 2;
+    y->rk[0].ag.writes = 9, y->rk[0].ag.ops = 9, y->rk[1].ag.writes = 16;
+    y->rk[1].ag.ops = 16, y->rk[1].ag.imm_stray = 1;
     y->sites[0] = y->s0, y->sites[1] = y->s1, y->sites[2] = y->s2;
 }
 
@@ -930,7 +932,9 @@ static void test_merge(void)
         text,
         "allgather: 3 communicator(s) x ranks, 2 with hotbuf's RDMA; on PMPI: "
         "no_rdma 1\n  7 call(s) x ranks on hotbuf's RDMA (2.9 KiB received): "
-        "rd_zcopy 4, ring_copy 3; left on MPI: nonblocking 2\n"));
+        "rd_zcopy 4, ring_copy 3; left on MPI: nonblocking 2\n"
+        "  25 write(s) in 25 RDMA operation(s); 1 stray immediate(s)\n"));
+    CHECK(HAS(text, "  2 RDMA immediate(s) of no registered class dropped\n"));
     free(text);
 
     char *json = render(hb_report_render_json, &r, &ctx);
@@ -1000,9 +1004,12 @@ static void test_merge(void)
         "{\"intercomm\": 0, \"no_rdma\": 1, \"single_rank\": 0, "
         "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
         "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
-        "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0}, "
+        "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0, "
+        "\"direct\": 0}, "
         "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
-        "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}}"));
+        "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}, "
+        "\"writes\": 25, \"ops\": 25, \"imm_stray\": 1}"));
+    CHECK(HAS(json, "\"memmon_events\": 0, \"imm_dropped\": 2"));
     free(json);
 
     /* a value set by the user is starred in the text, not default in the JSON */

@@ -1,14 +1,16 @@
 /* MPI_Allgather latency, plain MPI against hotbuf, in one run.
  *
  * Per block size 4 B .. 1 MiB (x4 steps) and per buffer policy, rounds
- * alternate between
+ * rotate between
  *   plain   PMPI_Allgather (the MPI library alone)
  *   hotbuf  MPI_Allgather (through hotbuf: its RDMA Allgather)
+ *   plain2  PMPI_Allgather again: plain2/plain is the A/A ratio, the noise
+ *           floor of the hotbuf/plain one (same run, same rounds)
  * Buffer policies: "reuse" (one receive buffer for every call) and "fresh"
  * (a receive buffer malloc'ed and freed around every call; above glibc's
  * mmap threshold each one is a new mapping that must be registered anew).
  * Prints per line the median of the per-round means (us per call, the
- * slowest rank's) and the ratio hotbuf/plain.
+ * slowest rank's), the ratio hotbuf/plain and the A/A ratio plain2/plain.
  *
  *   bench-ag [max bytes (1M)] [rounds (5)] [min bytes (4)]
  *
@@ -66,12 +68,14 @@ int main(int argc, char **argv)
     char *send = malloc(max), *reused = malloc(max * size);
     memset(send, rank + 1, max);
     memset(reused, 0, max * size);
-    const allgather_fn variant[2] = {PMPI_Allgather, MPI_Allgather};
-    double *t[2] = {malloc(rounds * sizeof(double)),
-                    malloc(rounds * sizeof(double))};
+    const allgather_fn variant[3] = {PMPI_Allgather, MPI_Allgather,
+                                     PMPI_Allgather};
+    double *t[3];
+    for (int v = 0; v < 3; v++)
+        t[v] = malloc(rounds * sizeof(double));
     if (rank == 0)
-        printf("%-6s %8s %6s %12s %12s %7s\n", "buffer", "bytes", "calls",
-               "plain_us", "hotbuf_us", "ratio");
+        printf("%-6s %8s %6s %12s %12s %7s %7s\n", "buffer", "bytes", "calls",
+               "plain_us", "hotbuf_us", "ratio", "aa");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
             if (block < min)
@@ -80,17 +84,19 @@ int main(int argc, char **argv)
             for (int v = 0; v < 2; v++) /* warm-up */
                 round_us(variant[v], send, reused, block, fresh, 2, size);
             for (int r = 0; r < rounds; r++)
-                for (int k = 0; k < 2; k++) {
-                    int v = (r & 1) ? 1 - k : k; /* alternate who goes first */
+                for (int k = 0; k < 3; k++) {
+                    int v = (r + k) % 3; /* rotate who goes first */
                     t[v][r] = round_us(variant[v], send, reused, block, fresh,
                                        calls, size);
                 }
-            qsort(t[0], rounds, sizeof(double), cmp_double);
-            qsort(t[1], rounds, sizeof(double), cmp_double);
-            double p = t[0][rounds / 2], h = t[1][rounds / 2];
+            for (int v = 0; v < 3; v++)
+                qsort(t[v], rounds, sizeof(double), cmp_double);
+            double p = t[0][rounds / 2], h = t[1][rounds / 2],
+                   p2 = t[2][rounds / 2];
             if (rank == 0)
-                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f\n",
-                       fresh ? "fresh" : "reuse", block, calls, p, h, h / p);
+                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f\n",
+                       fresh ? "fresh" : "reuse", block, calls, p, h, h / p,
+                       p2 / p);
         }
     MPI_Finalize();
     return 0;

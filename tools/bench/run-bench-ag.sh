@@ -2,7 +2,8 @@
 # Allgather benchmark in the soft-RoCE guest: plain MPI (PMPI_Allgather)
 # against hotbuf's RDMA Allgather (MPI_Allgather) in the same processes
 # (tools/bench/bench-ag.c), 4 B .. 1 MiB on 4 and 8 ranks, one reused
-# receive buffer and a fresh one per call.  MPI itself runs over rxe0
+# receive buffer and a fresh one per call; column aa is plain against
+# plain in the same run (the noise floor).  MPI itself runs over rxe0
 # through UCX (Open MPI: pml ucx), so plain MPI is an RDMA baseline too.
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
