@@ -405,10 +405,10 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     fill_hdr(h, tp, &rec, bytes, tag, reg != NULL);
     sg[0] = (struct hb_tr_sge){(uint64_t)(uintptr_t)h, HB_SLOT_HDR,
                                p->stage_mr->lkey};
-    rc = post(p, tp->world, sg, bytes ? 2 : 1, off,
-              HB_IMM(HB_IMM_CLASS_P2P,
-                          HB_P2P_IMM(HB_IMM_P2P_DATA, bucket, slot)),
-              &op);
+    rc = post(
+        p, tp->world, sg, bytes ? 2 : 1, off,
+        HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_DATA, bucket, slot)),
+        &op);
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(ch.tr, &op, hb_progress_yield, NULL);
     hb_pp_acked(&rec);
@@ -509,8 +509,8 @@ static void send_credit(int w, struct p2p_peer *p, int b)
     struct hb_tr_op op;
     if (!hb_slot_rx_credit_due(&p->srx, b, &freed))
         return;
-    uint32_t imm = HB_IMM(
-        HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_CREDIT, b, freed - before));
+    uint32_t imm = HB_IMM(HB_IMM_CLASS_P2P,
+                          HB_P2P_IMM(HB_IMM_P2P_CREDIT, b, freed - before));
     struct hb_tr_wr wr = {.opcode = HB_TR_WRITE_IMM,
                           .nsge = 0,
                           .remote_addr = p->ack_addr,
