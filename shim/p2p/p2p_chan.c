@@ -392,8 +392,11 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
         return -1;
     }
     if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off)) {
-        p2p.stats.live_no_slot++;
-        return -1;
+        hb_progress(); /* a credit may be waiting in the queue */
+        if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off)) {
+            p2p.stats.live_no_slot++;
+            return -1;
+        }
     }
     uint32_t slot =
         (uint32_t)((off - p->tl.offset[bucket]) / p->tl.stride[bucket]);
@@ -423,7 +426,7 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     }
     if (reg)
         hb_regcache_put(ch.rdma->cache, reg);
-    return 0;
+    return reg != NULL;
 }
 
 /* ---- receiving -------------------------------------------------------- */

@@ -252,9 +252,9 @@ int hb_p2p_chan_rx(int a, uint64_t ack_addr, uint32_t ack_rkey,
 int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant);
 /* Sender: where the receiver writes credits. */
 void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey);
-/* Sender: one record on the ring to pair's receiver: 0 when it went
- * (completed, or resent by MPI after a fault), -1 when it must go by MPI
- * (no channel, not connected, no slot). */
+/* Sender: one record on the ring to pair's receiver: 1 when it went
+ * zero-copy, 0 copied (completed, or resent by MPI after a fault), -1
+ * when it must go by MPI (no channel, not connected, no slot). */
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
                      int tag, int hot);
 void hb_p2p_chan_drain(void); /* receiver: placed records into merges */

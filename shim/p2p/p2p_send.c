@@ -77,7 +77,7 @@ static void maybe_ask(struct p2p_txpair *tp, int hot)
             hb_p2p_ask(tp);
 }
 
-/* MPI_Send by ring: 0 when it went, else -1 (MPI then). */
+/* MPI_Send by ring: 1 zero-copy, 0 copied, -1 not (MPI then). */
 static int by_ring(struct p2p_txpair *tp, const void *buf, int count,
                    MPI_Datatype type, int tag, int hot)
 {
@@ -97,7 +97,11 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
     tp->sends++;
-    if (mode == HB_P2P_SEND && by_ring(tp, buf, count, type, tag, hot) == 0)
+    int ring =
+        mode == HB_P2P_SEND ? by_ring(tp, buf, count, type, tag, hot) : -1;
+    p2p.stats.hot_missed += hot && ring != 1 && tp->state == TX_GRANTED &&
+                            tp->pp.state == HB_PP_LIVE;
+    if (ring >= 0)
         return MPI_SUCCESS;
     mpi_on_pair(tp);
     maybe_ask(tp, hot);

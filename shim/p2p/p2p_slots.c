@@ -22,15 +22,24 @@ static int capacities(uint32_t *cap, uint32_t max_msg)
     return n;
 }
 
+/* Two slots per bucket first, so a sender can write the next record of a
+ * size while the receiver still holds the last one (with one slot, every
+ * other large message of a halo exchange waited for its credit and went
+ * by MPI), then equal shares of what is left. */
 int hb_slot_layout_make(struct hb_slot_layout *l, uint64_t budget,
                         uint32_t max_msg)
 {
+    uint64_t base = 0;
     memset(l, 0, sizeof(*l));
     l->nbuckets = capacities(l->cap, max_msg);
-    uint64_t share = budget / (uint64_t)l->nbuckets;
     for (int b = 0; b < l->nbuckets; b++) {
         l->stride[b] = stride_of(l->cap[b]);
-        uint64_t n = share / l->stride[b];
+        base += 2ull * l->stride[b];
+    }
+    int two = base <= budget;
+    uint64_t share = (budget - (two ? base : 0)) / (uint64_t)l->nbuckets;
+    for (int b = 0; b < l->nbuckets; b++) {
+        uint64_t n = (two ? 2 : 0) + share / l->stride[b];
         if (!n || n > UINT32_MAX)
             return -1;
         l->count[b] = (uint32_t)n;

@@ -7,9 +7,9 @@
  * A channel is one registered region at the receiver, charged to the
  * per-peer budget, cut into buckets of slots: slot capacities 256 B,
  * 1 KiB, 4 KiB, ... up to the largest message the ring carries, each slot
- * a header and its capacity, each bucket an equal share of the budget (at
- * least one slot).  A small message takes a small slot, so 64 KiB hold
- * dozens of them instead of eight 8 KiB ones.
+ * a header and its capacity, each bucket two slots (when the budget holds
+ * them) and an equal share of the rest.  A small message takes a small
+ * slot, so 64 KiB hold dozens of them instead of eight 8 KiB ones.
  *
  * Each bucket is a ring: the sender writes its slots in order (slot =
  * taken % count) and may take one while taken - freed < count; the

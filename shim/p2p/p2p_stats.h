@@ -47,7 +47,8 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_zcopy, "ring_zcopy")   /* ... of them from the user buffer */       \
     _(live_by_mpi, "live_by_mpi") /* sends on live pairs that went by MPI */   \
     _(live_connecting, "live_connecting") /* ... as the QP was connecting */   \
-    _(live_no_slot, "live_no_slot")   /* ... for want of a slot (credit) */    \
+    _(live_no_slot, "live_no_slot") /* ... for want of a slot (credit) */      \
+    _(hot_missed, "hot_missed")     /* hot sends, live pair, not zero-copy */  \
     _(ring_received, "ring_received") /* records taken (receiver) */           \
     _(ring_dups, "ring_dups")         /* duplicates dropped (after a fault) */ \
     _(ring_resends, "resends")        /* records resent by MPI (sender) */     \
