@@ -26,7 +26,7 @@ if [ "${RXEVM:-0}" != 1 ]; then
     if [ ! -x $bin ] || [ -n "$(find tools/bench/rdma_lat.c shim/transport -newer $bin 2>/dev/null)" ]; then
         mkdir -p build/rdma
         mpicc.openmpi -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -I. -Ishim \
-            -o $bin tools/bench/rdma_lat.c shim/transport/*.c -libverbs || exit 1
+            -o $bin tools/bench/rdma_lat.c shim/transport/*.c shim/util/why.c shim/util/memlock.c shim/util/ibdev.c -libverbs || exit 1
     fi
     exec timeout 1500 scripts/rxe-vm.sh tools/bench/run-bench-rdma.sh
 fi
