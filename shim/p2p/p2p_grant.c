@@ -173,7 +173,6 @@ void hb_p2p_ask(struct p2p_txpair *tp)
 static void granted(const struct hb_ctrl *m)
 {
     struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
-    struct hb_inband ib = {p2p.nonce, HB_INBAND_MARKER, 0};
     if (!tp || tp->state != TX_ASKED)
         return; /* its communicator is gone */
     if (hb_p2p_name_verify(tp->c->comm, &m->claim) != HB_P2P_NAMED ||
@@ -185,8 +184,7 @@ static void granted(const struct hb_ctrl *m)
     }
     tp->cid = m->cid;
     hb_pp_granted(&tp->pp);
-    PMPI_Send(&ib, (int)sizeof(ib), MPI_BYTE, tp->dest, p2p.tstar, tp->c->comm);
-    p2p.stats.markers_out++;
+    hb_p2p_send_marker(tp->c->comm, tp->dest, 0);
     tp->state = TX_GRANTED;
     p2p.stats.pairs_live++;
 }

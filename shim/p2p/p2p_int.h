@@ -275,4 +275,7 @@ void hb_p2p_grant_poll(void); /* at wrapper entries (rate-limited) */
 struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
 void hb_p2p_ask(struct p2p_txpair *tp); /* REQ, never blocks */
 
+/* p2p_send.c: MARKER{k} to dest on comm, by MPI (tag T*). */
+void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k);
+
 #endif

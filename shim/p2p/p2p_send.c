@@ -52,6 +52,13 @@ static struct p2p_txpair *pair_of(MPI_Comm comm, int dest)
     return hb_p2p_txpair(c, dest);
 }
 
+void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k)
+{
+    struct hb_inband ib = {p2p.nonce, HB_INBAND_MARKER, k};
+    PMPI_Send(&ib, (int)sizeof(ib), MPI_BYTE, dest, p2p.tstar, comm);
+    p2p.stats.markers_out++;
+}
+
 /* An MPI data send on a pair that is or was live: the marker first when
  * ring records precede it (§5.6 step 3), and the count the stamps use. */
 static void mpi_on_pair(struct p2p_txpair *tp)
@@ -59,12 +66,8 @@ static void mpi_on_pair(struct p2p_txpair *tp)
     uint32_t k;
     if (tp->pp.state == HB_PP_MPI)
         return;
-    if (hb_pp_mpi(&tp->pp, &k)) {
-        struct hb_inband ib = {p2p.nonce, HB_INBAND_MARKER, k};
-        PMPI_Send(&ib, (int)sizeof(ib), MPI_BYTE, tp->dest, p2p.tstar,
-                  tp->c->comm);
-        p2p.stats.markers_out++;
-    }
+    if (hb_pp_mpi(&tp->pp, &k))
+        hb_p2p_send_marker(tp->c->comm, tp->dest, k);
     p2p.stats.live_by_mpi += tp->pp.state == HB_PP_LIVE;
 }
 
@@ -131,10 +134,7 @@ void hb_p2p_send_init(MPI_Comm comm)
         if (!tp || tp->pp.state != HB_PP_LIVE)
             continue;
         if (tp->pp.unfenced) {
-            struct hb_inband ib = {p2p.nonce, HB_INBAND_MARKER,
-                                   tp->pp.last_ring};
-            PMPI_Send(&ib, (int)sizeof(ib), MPI_BYTE, d, p2p.tstar, comm);
-            p2p.stats.markers_out++;
+            hb_p2p_send_marker(comm, d, tp->pp.last_ring);
             tp->pp.unfenced = 0;
         }
         hb_pp_dead(&tp->pp);
