@@ -150,6 +150,7 @@ static void stop(const struct hb_ctx *ctx)
     hb_p2p_chan_stop();
     hb_p2p_engaged = 0;
     hb_p2p_comm_free_all();
+    hb_p2p_psend_drop_comm(MPI_COMM_NULL);
     hb_p2p_req_pool_free();
     hb_p2p_grant_stop();
     hb_p2p_bridge_stop();

@@ -51,8 +51,8 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
 
 /* Sends (part 2).  mode: which MPI function; req for the nonblocking
  * ones.  hb_p2p_send_half: the send half of a Sendrecv goes by MPI to
- * dest (the pair's bookkeeping); hb_p2p_send_init: a persistent send was
- * made on comm. */
+ * dest (the pair's bookkeeping); hb_p2p_send_init: a persistent send to
+ * dest on comm was made (counted at each Start). */
 enum {
     HB_P2P_SEND,
     HB_P2P_SSEND,
@@ -66,7 +66,7 @@ enum {
 int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
                 int dest, int tag, MPI_Comm comm, MPI_Request *req);
 void hb_p2p_send_half(MPI_Comm comm, int dest);
-void hb_p2p_send_init(MPI_Comm comm);
+void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest);
 
 /* Probes.  Matched probes hand out real MPI_Message handles: Mrecv and
  * Imrecv go to PMPI unchanged. */

@@ -318,7 +318,7 @@ static void peer_dead(int w)
     p->tx_up = 0;
     for (uint32_t i = 0; i < p2p.ntxs; i++)
         if (p2p.txs[i] && p2p.txs[i]->world == w &&
-            p2p.txs[i]->pp.state == HB_PP_LIVE) {
+            hb_pp_ring_ok(&p2p.txs[i]->pp)) {
             hb_pp_dead(&p2p.txs[i]->pp);
             p2p.stats.pairs_dead++;
         }

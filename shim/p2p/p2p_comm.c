@@ -114,6 +114,7 @@ static void drop_pairs(struct p2p_comm *c)
 static void drop(struct p2p_comm *c)
 {
     drop_pairs(c);
+    hb_p2p_psend_drop_comm(c->comm);
     if (c->state == COMM_PULLED) {
         struct hb_pm_msg *pm;
         while ((pm = hb_pm_first_unexpected(&c->m))) {

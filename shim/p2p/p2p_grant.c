@@ -4,7 +4,8 @@
  * A sender A whose sends to B on c turn hot asks (REQ); B grants (GRANT:
  * c enters pull at B, MPI's pending receives that could match A move
  * into hotbuf's matcher, B's channel for A is made) or refuses (REFUSE).
- * On GRANT, A sends its first MARKER{0} on c and the pair is LIVE.
+ * On GRANT the pair may take the ring; A's first MARKER{0} on c goes
+ * right before its first ring record.
  *
  * Why MPI, on a private communicator, and not the RDMA channel: the
  * handshake happens once per pair, before any channel exists; a nonblocking
@@ -37,6 +38,9 @@ static struct {
     int on; /* the handshake communicator exists (every rank alike) */
     struct ctrl_out *out;
     int nout, capout;
+    int size;        /* of p2p.ctrl */
+    uint32_t *sent;  /* [size]: handshake messages sent to each rank */
+    uint32_t *recvd; /* [size]: and received from each */
 } g;
 
 static uint64_t make_nonce(const struct hb_ctx *ctx)
@@ -62,6 +66,9 @@ int hb_p2p_grant_start(const struct hb_ctx *ctx)
     if (PMPI_Comm_dup(ctx->comm, &p2p.ctrl) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_SELF, &p2p.self) != MPI_SUCCESS)
         return -1;
+    PMPI_Comm_size(p2p.ctrl, &g.size);
+    g.sent = calloc((size_t)g.size, sizeof(*g.sent));
+    g.recvd = calloc((size_t)g.size, sizeof(*g.recvd));
     p2p.nonce = make_nonce(ctx);
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     p2p.tstar = flag && ub ? *ub : 32767;
@@ -69,10 +76,36 @@ int hb_p2p_grant_start(const struct hb_ctx *ctx)
     return 0;
 }
 
+/* Handshake messages nobody looked at (a REQ or an answer that came
+ * after the last look; a REFUSE for a communicator freed meanwhile) are
+ * received and dropped: left in MPI, they are the application's business
+ * at MPI_Finalize (UCX prints "unexpected tag-receive descriptor ... was
+ * not matched").  Collective: every rank tells every other how many it
+ * sent.  Without the counts (out of memory), nothing is drained. */
+static void drain_unread(void)
+{
+    uint32_t *owed =
+        g.sent && g.recvd ? malloc((size_t)g.size * sizeof(*owed)) : NULL;
+    int ok = owed != NULL, all = 0;
+    struct hb_ctrl m;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, p2p.ctrl);
+    if (all)
+        PMPI_Alltoall(g.sent, 1, MPI_UINT32_T, owed, 1, MPI_UINT32_T, p2p.ctrl);
+    for (int w = 0; all && w < g.size; w++)
+        for (uint32_t i = g.recvd[w]; i < owed[w]; i++)
+            PMPI_Recv(&m, (int)sizeof(m), MPI_BYTE, w, HB_CTRL_TAG, p2p.ctrl,
+                      MPI_STATUS_IGNORE);
+    free(owed);
+}
+
 void hb_p2p_grant_stop(void)
 {
     for (int i = 0; i < g.nout; i++)
         PMPI_Wait(&g.out[i].req, MPI_STATUS_IGNORE);
+    if (g.on)
+        drain_unread();
+    free(g.sent);
+    free(g.recvd);
     free(g.out);
     for (uint32_t i = 0; i < p2p.ntxs; i++)
         free(p2p.txs[i]);
@@ -110,10 +143,14 @@ static void send_ctrl(const struct hb_ctrl *m, int world)
         g.out = v;
         g.capout = cap;
     }
-    struct ctrl_out *o = &g.out[g.nout++];
+    struct ctrl_out *o = &g.out[g.nout];
     o->msg = *m;
-    PMPI_Isend(&o->msg, (int)sizeof(o->msg), MPI_BYTE, world, HB_CTRL_TAG,
-               p2p.ctrl, &o->req);
+    if (PMPI_Isend(&o->msg, (int)sizeof(o->msg), MPI_BYTE, world, HB_CTRL_TAG,
+                   p2p.ctrl, &o->req) != MPI_SUCCESS)
+        return;
+    g.nout++;
+    if (g.sent)
+        g.sent[world]++;
 }
 
 /* ---- the sender's side -------------------------------------------------- */
@@ -169,7 +206,8 @@ void hb_p2p_ask(struct p2p_txpair *tp)
     send_ctrl(&m, tp->world);
 }
 
-/* GRANT: the channel, then the first marker by MPI, then LIVE. */
+/* GRANT: the channel, then GRANTED (MARKER{0} waits for the first ring
+ * record: p2p_pair.h says why). */
 static void granted(const struct hb_ctrl *m)
 {
     struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
@@ -184,7 +222,6 @@ static void granted(const struct hb_ctrl *m)
     }
     tp->cid = m->cid;
     hb_pp_granted(&tp->pp);
-    hb_p2p_send_marker(tp->c->comm, tp->dest, 0);
     tp->state = TX_GRANTED;
     p2p.stats.pairs_live++;
 }
@@ -305,6 +342,8 @@ void hb_p2p_grant_poll(void)
            flag) {
         PMPI_Recv(&m, (int)sizeof(m), MPI_BYTE, st.MPI_SOURCE, HB_CTRL_TAG,
                   p2p.ctrl, MPI_STATUS_IGNORE);
+        if (g.recvd)
+            g.recvd[st.MPI_SOURCE]++;
         switch (m.kind) {
         case HB_CTRL_REQ: asked(&m, st.MPI_SOURCE); break;
         case HB_CTRL_GRANT: granted(&m); break;

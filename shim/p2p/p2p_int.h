@@ -43,7 +43,6 @@ struct p2p_comm {
     struct p2p_rxpair **rx; /* receiving: senders granted on c */
     struct p2p_txpair **tx; /* sending: receivers asked on c */
     uint32_t cid;           /* index in p2p.cids (0: none) */
-    int no_ring;            /* persistent sends: never asks here */
     UT_hash_handle hh;
 };
 
@@ -156,8 +155,9 @@ struct p2p_state {
     uint32_t ncids;
     struct p2p_txpair **txs; /* token -> pair, [ntxs] */
     uint32_t ntxs;
-    uint64_t ctrl_calls; /* wrapper entries, for polling the handshake */
-    int ask_always;      /* HOTBUF_TEST_P2P_ASK=1: ask at the first send */
+    uint64_t ctrl_calls;      /* wrapper entries, for polling the handshake */
+    int ask_always;           /* HOTBUF_TEST_P2P_ASK=1: ask at the first send */
+    struct p2p_psend *psends; /* persistent sends by handle (p2p_send.c) */
 };
 
 extern struct p2p_state p2p;
@@ -277,5 +277,10 @@ void hb_p2p_ask(struct p2p_txpair *tp); /* REQ, never blocks */
 
 /* p2p_send.c: MARKER{k} to dest on comm, by MPI (tag T*). */
 void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k);
+/* Persistent sends: a Start (counted on its pair), a Request_free, the
+ * communicator dropped (every entry on it; MPI_COMM_NULL: all). */
+void hb_p2p_psend_start(MPI_Request req);
+void hb_p2p_psend_forget(MPI_Request req);
+void hb_p2p_psend_drop_comm(MPI_Comm comm);
 
 #endif

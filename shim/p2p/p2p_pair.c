@@ -14,14 +14,25 @@ void hb_pp_init(struct hb_pp *pp)
     pp->unfenced = 0;
 }
 
-/* The stamps start at the first marker: m at the receiver counts from
- * there too.  last_ring keeps an earlier period's value (the design's
- * "or the last rseq of c from an earlier LIVE period"). */
 void hb_pp_granted(struct hb_pp *pp)
 {
+    if (pp->state == HB_PP_MPI)
+        pp->state = HB_PP_GRANTED;
+}
+
+/* The stamps start at the first marker: m at the receiver counts from
+ * there too (MPI data sent while GRANTED comes before the marker, where
+ * the receiver's merge releases it as plain MPI).  last_ring keeps an
+ * earlier period's value (the design's "or the last rseq of c from an
+ * earlier LIVE period"). */
+int hb_pp_open(struct hb_pp *pp)
+{
+    if (pp->state != HB_PP_GRANTED)
+        return 0;
     pp->state = HB_PP_LIVE;
     pp->mpi_since = 0;
     pp->unfenced = 0;
+    return 1;
 }
 
 void hb_pp_ring(struct hb_pp *pp, struct hb_pp_peer *peer,
@@ -44,7 +55,7 @@ int hb_pp_mpi(struct hb_pp *pp, uint32_t *k)
     int fence = pp->unfenced;
     *k = pp->last_ring;
     pp->unfenced = 0;
-    pp->mpi_since += pp->state != HB_PP_MPI;
+    pp->mpi_since += pp->state == HB_PP_LIVE || pp->state == HB_PP_DEAD;
     return fence;
 }
 
@@ -58,6 +69,6 @@ struct hb_pp_rec *hb_pp_oldest_unacked(const struct hb_pp_peer *peer)
 
 void hb_pp_dead(struct hb_pp *pp)
 {
-    if (pp->state == HB_PP_LIVE)
+    if (pp->state == HB_PP_GRANTED || pp->state == HB_PP_LIVE)
         pp->state = HB_PP_DEAD;
 }

@@ -8,8 +8,15 @@
  * A -> B queue pair, over all communicators) and the records not yet seen
  * complete, which a QP error makes A resend by MPI.  Per (B, c): struct
  * hb_pp, the pair's state and its stamps:
- *   MPI   --grant-->  LIVE  --QP error-->  DEAD (MPI for good)
- *   - at the grant the first MARKER{0} goes by MPI at once;
+ *   MPI --grant--> GRANTED --first ring record--> LIVE --QP error--> DEAD
+ *   (GRANTED --QP error--> DEAD too: MPI for good)
+ *   - the first MARKER{0} goes by MPI right before the first ring record,
+ *     not at the grant: every in-band message of hotbuf's is then followed
+ *     by a data message the receiver must take (a ring record waits for
+ *     its marker in the merge), so none is left unreceived in MPI when
+ *     the communicator is freed.  MPICH reuses a freed communicator's
+ *     context id, and a marker left behind matched a wildcard receive of
+ *     the next communicator (tests/mpi/p2p_ring_cases.c);
  *   - a ring record is stamped mpi_before = MPI data messages sent on c
  *     since that first marker (never reset at later markers);
  *   - an MPI data message that follows ring records goes after a
@@ -25,7 +32,7 @@
 
 #include "util/list.h"
 
-enum hb_pp_state { HB_PP_MPI, HB_PP_LIVE, HB_PP_DEAD };
+enum hb_pp_state { HB_PP_MPI, HB_PP_GRANTED, HB_PP_LIVE, HB_PP_DEAD };
 
 /* A ring record A keeps until it is seen complete (an embedded node). */
 struct hb_pp_rec {
@@ -48,16 +55,21 @@ struct hb_pp {
 void hb_pp_peer_init(struct hb_pp_peer *p);
 void hb_pp_init(struct hb_pp *pp);
 
-/* B granted: LIVE.  The first marker, MARKER{0}, must go by MPI now. */
+/* B granted: GRANTED.  Nothing is sent yet. */
 void hb_pp_granted(struct hb_pp *pp);
 
-/* A send may take the ring only while LIVE. */
+/* A send may take the ring only while GRANTED or LIVE. */
 static inline int hb_pp_ring_ok(const struct hb_pp *pp)
 {
-    return pp->state == HB_PP_LIVE;
+    return pp->state == HB_PP_GRANTED || pp->state == HB_PP_LIVE;
 }
 
-/* A ring send: fills rec (rseq, mpi_before) and keeps it unacked. */
+/* Before a ring send: 1 when MARKER{0} must go by MPI first (the pair's
+ * first ring record: GRANTED becomes LIVE, the stamps start), else 0. */
+int hb_pp_open(struct hb_pp *pp);
+
+/* A ring send (after hb_pp_open): fills rec (rseq, mpi_before) and keeps
+ * it unacked. */
 void hb_pp_ring(struct hb_pp *pp, struct hb_pp_peer *peer,
                 struct hb_pp_rec *rec);
 

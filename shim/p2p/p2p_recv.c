@@ -126,6 +126,8 @@ int hb_p2p_start(MPI_Request *req)
     HB_P2P_ROUTE(start);
     struct p2p_req *r = hb_p2p_req_find(*req);
     struct p2p_comm *c;
+    if (!r)
+        hb_p2p_psend_start(*req); /* a persistent send's, maybe */
     if (!r || !r->persistent || r->state != RQ_INACTIVE)
         return PMPI_Start(req); /* MPI raises what must be raised */
     c = hb_p2p_comm_recv_call(r->comm);

@@ -158,6 +158,30 @@ static void finish(struct p2p_req *r, int rc);
  * the status made as MPI makes it.  A truncation fills what fits and
  * raises MPI_ERR_TRUNCATE through the communicator's handler when the
  * application completes the receive, as MPI does. */
+/* The last, partial element of a message that is not a whole number of
+ * the receive's datatype: MPI receives its bytes and leaves the rest of
+ * the element alone (MPI-4.0 §3.2.4: only what the message covers is
+ * modified).  MPI_Unpack takes whole elements, so the element as the
+ * buffer holds it now is packed, its first rem bytes replaced by the
+ * message's, and unpacked back. */
+static void unpack_partial(struct p2p_req *r, const char *in, MPI_Count k,
+                           int rem)
+{
+    MPI_Count lb, extent, size;
+    int pos = 0;
+    char *tmp;
+    PMPI_Type_size_x(r->type, &size);
+    PMPI_Type_get_extent_x(r->type, &lb, &extent);
+    if (!(tmp = malloc((size_t)size)))
+        return;
+    char *elt = (char *)r->buf + k * extent;
+    PMPI_Pack(elt, 1, r->type, tmp, (int)size, &pos, r->c->comm);
+    memcpy(tmp, in, (size_t)rem);
+    pos = 0;
+    PMPI_Unpack(tmp, (int)size, &pos, elt, 1, r->type, r->c->comm);
+    free(tmp);
+}
+
 static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
 {
     MPI_Count size = 0, cap, n = m->bytes;
@@ -170,9 +194,12 @@ static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
         rc = MPI_ERR_TRUNCATE;
         r->raise = 1;
     }
-    if (n && size)
+    if (n >= size && size)
         PMPI_Unpack(m->data, (int)n, &pos, r->buf, (int)(n / size), r->type,
                     r->c->comm);
+    if (size && n % size)
+        unpack_partial(r, (const char *)m->data + pos, n / size,
+                       (int)(n % size));
     PMPI_Status_set_elements_x(&r->st, MPI_BYTE, n);
     free(m);
     finish(r, rc);

@@ -12,8 +12,9 @@
  * What goes by ring today: MPI_Send only (it waits for its record's RC
  * completion, so its buffer and the staging area are free on return).
  * Ssend, Rsend, Bsend, the nonblocking forms and persistent sends go by
- * MPI with the pair's bookkeeping; a persistent send made on a live pair
- * turns the pair back to MPI for good (its Starts are not seen here). */
+ * MPI with the pair's bookkeeping: a persistent send is remembered at its
+ * init call and counted at each Start, where its message enters MPI's
+ * order. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,7 +48,7 @@ static struct p2p_txpair *pair_of(MPI_Comm comm, int dest)
         return NULL;
     hb_p2p_grant_poll();
     c = hb_p2p_comm_get(comm);
-    if (!c || c->state == COMM_OFF || c->no_ring)
+    if (!c || c->state == COMM_OFF)
         return NULL;
     return hb_p2p_txpair(c, dest);
 }
@@ -68,7 +69,7 @@ static void mpi_on_pair(struct p2p_txpair *tp)
         return;
     if (hb_pp_mpi(&tp->pp, &k))
         hb_p2p_send_marker(tp->c->comm, tp->dest, k);
-    p2p.stats.live_by_mpi += tp->pp.state == HB_PP_LIVE;
+    p2p.stats.live_by_mpi += hb_pp_ring_ok(&tp->pp);
 }
 
 /* Asks for a grant when this call is hot (or always, for tests). */
@@ -88,6 +89,8 @@ static int by_ring(struct p2p_txpair *tp, const void *buf, int count,
     if (tp->state != TX_GRANTED || !hb_pp_ring_ok(&tp->pp) || !bytes ||
         bytes > UINT32_MAX)
         return -1;
+    if (hb_pp_open(&tp->pp)) /* the pair's first record */
+        hb_p2p_send_marker(tp->c->comm, tp->dest, 0);
     return hb_p2p_chan_send(tp, buf, (uint32_t)bytes, tag, hot);
 }
 
@@ -102,8 +105,8 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     tp->sends++;
     int ring =
         mode == HB_P2P_SEND ? by_ring(tp, buf, count, type, tag, hot) : -1;
-    p2p.stats.hot_missed += hot && ring != 1 && tp->state == TX_GRANTED &&
-                            tp->pp.state == HB_PP_LIVE;
+    p2p.stats.hot_missed +=
+        hot && ring != 1 && tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
     if (ring >= 0)
         return MPI_SUCCESS;
     mpi_on_pair(tp);
@@ -120,23 +123,72 @@ void hb_p2p_send_half(MPI_Comm comm, int dest)
     }
 }
 
-/* A persistent send: its Starts go to MPI unseen, so the pair can no
- * longer count its MPI messages.  Fence what the ring sent, then MPI for
- * good on this communicator. */
-void hb_p2p_send_init(MPI_Comm comm)
+/* Persistent sends, by handle: each Start is an MPI send on its pair. */
+struct p2p_psend {
+    uint64_t key; /* the MPI_Request handle's bits */
+    MPI_Comm comm;
+    int dest;
+    UT_hash_handle hh;
+};
+
+static uint64_t handle_key(MPI_Request h)
 {
-    struct p2p_comm *c;
-    if (!p2p.ring || !(c = hb_p2p_comm_get(comm)))
-        return;
-    c->no_ring = 1;
-    for (int d = 0; c->tx && d < c->size; d++) {
-        struct p2p_txpair *tp = c->tx[d];
-        if (!tp || tp->pp.state != HB_PP_LIVE)
-            continue;
-        if (tp->pp.unfenced) {
-            hb_p2p_send_marker(comm, d, tp->pp.last_ring);
-            tp->pp.unfenced = 0;
-        }
-        hb_pp_dead(&tp->pp);
+    uint64_t k = 0;
+    memcpy(&k, &h, sizeof(h) < sizeof(k) ? sizeof(h) : sizeof(k));
+    return k;
+}
+
+static struct p2p_psend *psend_find(MPI_Request h)
+{
+    uint64_t key = handle_key(h);
+    struct p2p_psend *s = NULL;
+    if (p2p.psends)
+        HASH_FIND(hh, p2p.psends, &key, sizeof(key), s);
+    return s;
+}
+
+void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest)
+{
+    struct p2p_psend *s, *old;
+    if (!p2p.ring || dest < 0 || !(s = calloc(1, sizeof(*s))))
+        return; /* a persistent send no pair can see */
+    s->key = handle_key(req);
+    s->comm = comm;
+    s->dest = dest;
+    HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
+    free(old); /* a handle MPI reused after a free we did not see */
+}
+
+/* Its message enters MPI's order here: the marker first when ring records
+ * precede it, and the count the stamps use, as for any MPI send. */
+void hb_p2p_psend_start(MPI_Request req)
+{
+    struct p2p_psend *s = psend_find(req);
+    struct p2p_txpair *tp = s ? pair_of(s->comm, s->dest) : NULL;
+    if (tp) {
+        tp->sends++;
+        mpi_on_pair(tp);
+    }
+}
+
+void hb_p2p_psend_forget(MPI_Request req)
+{
+    struct p2p_psend *s = psend_find(req);
+    if (s) {
+        HASH_DEL(p2p.psends, s);
+        free(s);
+    }
+}
+
+/* comm is going away: its pairs are dropped, so are its sends' entries
+ * (MPI may reuse the handle for another communicator).  MPI_COMM_NULL:
+ * every entry (the subsystem stops). */
+void hb_p2p_psend_drop_comm(MPI_Comm comm)
+{
+    struct p2p_psend *s, *tmp;
+    HASH_ITER(hh, p2p.psends, s, tmp)
+    if (s->comm == comm || comm == MPI_COMM_NULL) {
+        HASH_DEL(p2p.psends, s);
+        free(s);
     }
 }

@@ -330,8 +330,10 @@ int hb_p2p_request_free(MPI_Request *req)
 {
     HB_P2P_ROUTE(request_free);
     struct p2p_req *r = hb_p2p_req_find(*req);
-    if (!r)
+    if (!r) {
+        hb_p2p_psend_forget(*req);
         return PMPI_Request_free(req);
+    }
     if (r->state == RQ_PMPI || r->state == RQ_INACTIVE) {
         hb_p2p_req_release(r); /* MPI's handle: MPI frees it */
         return PMPI_Request_free(req);

@@ -55,6 +55,9 @@
  *                  ANY_SOURCE receive was posted before a receive left in
  *                  PMPI for C (§5.13 L2 assumes legacy receives are the
  *                  older ones; the migrated ones can be older).
+ *   GRANT_MARKER   MARKER{0} at the grant, as hotbuf first did: when
+ *                  nothing follows it, B frees c without claiming it and
+ *                  it stays in MPI.
  *   FAULT          the fault injector (the correct model runs with and
  *                  without it).
  * Bounds and reductions (chosen so run_spin.sh stays within minutes):
@@ -142,10 +145,17 @@ byte b_rel;  /* every ring record <= b_rel released (ring head = b_rel+1) */
 byte b_seen; /* CQ drained up to here */
 bit b_dead;  /* B forced the QP to ERROR and drained: "seen" is final */
 bit b_blocked; /* AppB inside the collective */
+/* B freed c: its program is over and every message was matched (a correct
+ * program receives everything before MPI_Comm_free).  hotbuf no longer
+ * looks at c: an in-band item of A's that arrives later, or was never
+ * claimed, stays in MPI (MPICH hands it to the next communicator that
+ * reuses the context id), which the Watchdog's "in-band item never
+ * claimed" catches. */
+bit b_freed;
 #ifdef NO_HOOK
-#define HOT_ON (!b_blocked)
+#define HOT_ON (!b_blocked && !b_freed)
 #else
-#define HOT_ON 1
+#define HOT_ON (!b_freed)
 #endif
 
 /* ---- the ring (index = rseq, 1..NA) ------------------------------------- */
@@ -160,7 +170,11 @@ byte credits = SLOTS;
 /* ---- A's pair state ----------------------------------------------------- */
 #define P_MPI 0
 #define P_REQ 1
-#define P_LIVE 2
+/* GRANT seen, no ring record yet: MARKER{0} goes right before the first
+ * one (shim/p2p/p2p_pair.h), never alone at the grant, where nothing may
+ * follow it and it is left in MPI when c is freed. */
+#define P_GRANTED 2
+#define P_LIVE 3
 /* After the QP error: MPI for good.  Decision: the marker rule still holds
  * (the next MPI data message is fenced by MARKER{k = last rseq}), and B
  * keeps the pair in its LIVE merge.  §5.4 says RECOVER -> MPI, and §5.6
@@ -168,7 +182,7 @@ byte credits = SLOTS;
  * marker: the next MPI message is then released before a record that
  * comes back as RESEND, overtakes it, and the record's stamp can never
  * equal m again, so it is never delivered (RECOVER_NO_MARKER fails). */
-#define P_DEAD 3
+#define P_DEAD 4
 byte pa;
 bit req, granted;
 #ifdef COUNT_GRANT
@@ -498,7 +512,7 @@ inline a_recover() {
 #define MPI_OK (pa != P_LIVE)
 #else
 #define SEND_OK 1
-#define RING_OK (pa == P_LIVE && credits > 0)
+#define RING_OK ((pa == P_GRANTED || pa == P_LIVE) && credits > 0)
 #define MPI_OK 1
 #endif
 #ifdef RECOVER_NO_MARKER
@@ -517,18 +531,22 @@ end_a:
         req_cnt = i
 #endif
        }
-    /* GRANT seen.  Decision: the first marker (k = 0) goes at once, before
-     * any ring record: B holds ring records until it, so a pair that only
-     * sends by ring after the grant would otherwise hang (§5.6 sends
-     * markers only before MPI runs that follow ring records). */
+    /* GRANT seen.  Decision: the first marker (k = 0) goes before the
+     * first ring record (B holds ring records until it, so a pair that only
+     * sends by ring after the grant would otherwise hang; §5.6 sends
+     * markers only before MPI runs that follow ring records), and not
+     * earlier: MPI data sent in between is before the marker, plain. */
     :: atomic { pa == P_REQ && granted ->
-        pa = P_LIVE; printf("A: GRANT seen, LIVE\n");
-#ifndef COUNT_GRANT
-        a_mpi_send(MARK + 0)
+#if defined(COUNT_GRANT)
+        pa = P_LIVE; printf("A: GRANT seen, LIVE\n")
+#elif defined(GRANT_MARKER)
+        pa = P_LIVE; printf("A: GRANT seen, LIVE\n"); a_mpi_send(MARK + 0)
+#else
+        pa = P_GRANTED; printf("A: GRANT seen\n")
 #endif
        }
 #ifdef FAULT
-    :: atomic { qp_fail && pa == P_LIVE -> a_recover() }
+    :: atomic { qp_fail && (pa == P_GRANTED || pa == P_LIVE) -> a_recover() }
 #endif
     :: atomic { w != NONE && m_acked[w] -> assert(m_st[w] == M_MATCHED); w = NONE } /* Ssend completes only after its match */
     :: atomic { i < NA && w == NONE && SEND_OK ->
@@ -536,6 +554,11 @@ end_a:
         m_st[i] = M_SENT;
         if
         :: RING_OK -> /* ring */
+            if
+            :: pa == P_GRANTED -> /* the first record: MARKER{0} first */
+                printf("A: MARKER k=0\n"); a_mpi_send(MARK + 0); pa = P_LIVE
+            :: else -> skip
+            fi;
             credits--;
             printf("A: msg %d (tag %d, ssend %d) by ring, rseq %d, mpi_before %d\n", i, m_tag[i], m_sync[i], a_rseq + 1, a_cnt);
             a_rseq++;
@@ -819,7 +842,18 @@ end_coll:
 end_wait:
         !PENDING(r); r++
     :: else -> break
-    od
+    od;
+    /* MPI_Comm_free, once every message was matched */
+    r = 0;
+    do
+    :: r < NM && m_st[r] == M_MATCHED -> r++
+    :: r == NM -> break
+    :: else -> goto end_free
+    od;
+    b_freed = 1;
+    printf("B: frees c\n");
+end_free:
+    skip
 }
 
 #ifdef FAULT
@@ -878,7 +912,7 @@ active proctype Watchdog() {
         od;
         /* nothing of hotbuf's left: in-band items consumed, every ring
          * record released (after a fault: resent and deduplicated) */
-        assert(pq_n == 0); /* hotbuf left in-band items */
+        assert(pq_n == 0 || b_freed); /* hotbuf left in-band items (freeing c drops them) */
         j = 0;
         do
         :: j < mqA_n -> assert(mqA[j] < NM); j++ /* in-band item never claimed */

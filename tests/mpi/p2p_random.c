@@ -462,7 +462,7 @@ static void record(result_t *res, const sched_t *s, int k, const op_t *o,
             res->seed, res->phase, k, o->kind, src, tag, count, elements,
             cancelled, cls, o->ignore, hb);
     /* What it had to be. */
-    int bad = 0;
+    int bad = 0, first_bad = -1;
     if (o->kind == R_CANCELLED) {
         bad = st && !cancelled;
     } else {
@@ -483,19 +483,27 @@ static void record(result_t *res, const sched_t *s, int k, const op_t *o,
             bad = 1;
         for (int i = 0; i < n && !bad; i++)
             if (l->buf[i] != word(res->seed, res->phase, m->id, i))
-                bad = 1;
+                bad = 1, first_bad = i;
     }
+    if (first_bad >= 0) /* whose data is it? */
+        for (int j = 0; j < s->nmsg; j++)
+            if (l->buf[first_bad] ==
+                word(res->seed, res->phase, s->msg[j].id, first_bad))
+                fprintf(stderr,
+                        "p2p_random: seed %lu phase %d op %d: word %d is "
+                        "message %d's\n",
+                        res->seed, res->phase, k, first_bad, j);
     if (bad) {
         res->errors++;
         fprintf(
             stderr,
             "p2p_random: seed %lu phase %d op %d (kind %d, expected message %d: src %d tag %d "
-            "count %d): got src %d tag %d count %d elements %d cancelled %d class %d word0 %d\n",
+            "count %d): got src %d tag %d count %d elements %d cancelled %d class %d word0 %d (word %d)\n",
             res->seed, res->phase, k, o->kind, o->expect,
             o->expect < 0 ? -1 : s->msg[o->expect].src,
             o->expect < 0 ? -1 : s->msg[o->expect].tag,
             o->expect < 0 ? -1 : s->msg[o->expect].count, src, tag, count,
-            elements, cancelled, cls, l->buf[0]);
+            elements, cancelled, cls, l->buf[0], first_bad);
     }
 }
 
