@@ -20,7 +20,7 @@ import os
 import re
 import sys
 
-COPY = re.compile(r"mem(cpy|move)")
+COPY = re.compile(r"mem(cpy|move)|ucp_dt_contig_pack")
 
 
 def parse(path):

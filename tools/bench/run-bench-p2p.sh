@@ -27,11 +27,16 @@
 #     with the memcpy/memmove part of it (the copy).  User-space
 #     instructions only: rxe's work is in the kernel, as a real NIC's is in
 #     hardware, so this is what a real NIC would leave on the CPU.  Under
-#     valgrind hotbuf registers no user buffer: valgrind carries out
-#     mremap itself, the memory monitor's self-test sees no remap event and
-#     hotbuf keeps no registration cache (data integrity first), so its
-#     ring copies the payload behind the header; the zero-copy send is that
-#     minus its payload copy (same profile), less a registration-cache hit
+#     valgrind hotbuf cannot register user buffers: valgrind carries out
+#     mremap itself, so the memory monitor's self-test sees no remap event
+#     and hotbuf keeps no registration cache (data integrity first); worse,
+#     with the monitor on, hotbuf's start-up under valgrind hung in two of
+#     three launches (after valgrind's "unhandled syscall 323", i.e.
+#     userfaultfd).  So the callgrind launches run with HOTBUF_MEMMON=none,
+#     which ends the same way (no cache) without the monitor: hotbuf's
+#     ring then copies the payload behind the header, and the zero-copy
+#     send is that minus its payload copy (same profile), less a
+#     registration-cache hit
 #     it does not contain.  Beside it the cost model's C(size) and C - V,
 #     the theoretical saving per message (P2P-DESIGN.md §6.2: zero copy
 #     saves the copy C and pays the lookup V).
@@ -40,13 +45,14 @@
 # hotbuf's path is not slower, not the gain a real NIC would show; the
 # instruction counts are the mechanism.
 #
-# Knobs: BENCH_ITERS (40: round trips or messages per round and variant),
-#   BENCH_ROUNDS (15), BENCH_WARMUP (40: untimed per size and variant),
+# Knobs: BENCH_ITERS (60: round trips or messages per round and variant),
+#   BENCH_ROUNDS (21), BENCH_WARMUP (40: untimed per size and variant),
 #   BENCH_WINDOW (16: stream messages per ack), BENCH_THRESHOLD (2:
 #   HOTBUF_THRESHOLD), BENCH_CONTROL (1: step 2), BENCH_CG (1: step 3),
 #   BENCH_CG_N1/N2 (40/200), BENCH_CG_SIZES ("128 1024 4096 8192"),
-#   BENCH_RUN_TIMEOUT (600 s per launch), BENCH_UCX_PROGRESS_ITERATIONS (32,
-#   see below).  Outputs in
+#   BENCH_MIN/BENCH_MAX (128/8192: sizes of steps 1 and 2),
+#   BENCH_RUN_TIMEOUT (600 s per launch; BENCH_CG_TIMEOUT 300 s per
+#   callgrind launch), BENCH_UCX_PROGRESS_ITERATIONS (32, see below).  Outputs in
 #   $RXEVM_RESULTS/bench-p2p/ (default results/bench-p2p/).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -54,13 +60,14 @@ cd "$top"
 if [ "${RXEVM:-0}" != 1 ]; then
     { timeout 900 make -s MPI=openmpi && timeout 600 make -s MPI=openmpi tools; } ||
         { echo "run-bench-p2p: build failed"; exit 1; }
-    export RXEVM_ENV="${RXEVM_ENV:-} BENCH_ITERS BENCH_ROUNDS BENCH_WARMUP BENCH_WINDOW BENCH_THRESHOLD BENCH_CONTROL BENCH_CG BENCH_CG_N1 BENCH_CG_N2 BENCH_CG_SIZES BENCH_RUN_TIMEOUT BENCH_UCX_PROGRESS_ITERATIONS"
+    export RXEVM_ENV="${RXEVM_ENV:-} BENCH_ITERS BENCH_ROUNDS BENCH_WARMUP BENCH_WINDOW BENCH_THRESHOLD BENCH_CONTROL BENCH_CG BENCH_CG_N1 BENCH_CG_N2 BENCH_CG_SIZES BENCH_RUN_TIMEOUT BENCH_CG_TIMEOUT BENCH_UCX_PROGRESS_ITERATIONS BENCH_MIN BENCH_MAX"
     export RXEVM_TIMEOUT=${RXEVM_TIMEOUT:-1500}
     exec timeout $((RXEVM_TIMEOUT + 60)) scripts/rxe-vm.sh tools/bench/run-bench-p2p.sh
 fi
 
-iters=${BENCH_ITERS:-40} rounds=${BENCH_ROUNDS:-15} warm=${BENCH_WARMUP:-40}
+iters=${BENCH_ITERS:-60} rounds=${BENCH_ROUNDS:-21} warm=${BENCH_WARMUP:-40}
 win=${BENCH_WINDOW:-16} thr=${BENCH_THRESHOLD:-2} tmo=${BENCH_RUN_TIMEOUT:-600}
+sizes=("${BENCH_MIN:-128}" "${BENCH_MAX:-8192}")
 n1=${BENCH_CG_N1:-40} n2=${BENCH_CG_N2:-200} cg_sizes=${BENCH_CG_SIZES:-128 1024 4096 8192}
 out=${RXEVM_RESULTS:-$top/results}/bench-p2p
 mkdir -p "$out" || exit 1
@@ -119,16 +126,31 @@ print("   report p2p.ring: pairs live %d, ring_msgs %d, ring_zcopy %d, hot_misse
          g["live_connecting"], g["markers_out"], g["dead"], g["credits"]))
 print("   data messages sent through hotbuf %d (timed %d, warm-up %d); not zero-copy %d (may only be warm-up)"
       % (total, timed, total - timed, total - z))
-ok = g["hot_missed"] == 0 and g["dead"] == 0 and g["live_by_mpi"] == 0
+# A send not zero-copy (not by ring) is one of: before the pair was live
+# (the first warm-up), a buffer's first cold uses (warm-up), or a hot send
+# on a live pair that found no slot, no connection or went by MPI
+# (hot_missed; live_by_mpi, which counts the no-slot and connecting ones).
+missed = g["live_by_mpi"]
 if want == "zcopy":
-    ok = ok and z >= timed
-    good = "every timed message can only have gone by the ring zero-copy"
-    bad = "hotbuf did NOT carry every timed message zero-copy: its column is (partly) MPI's path"
+    missed = max(missed, g["hot_missed"])
+    not_ok, what = total - z, "zero-copy"
 else:
-    ok = ok and n - (total - timed) >= timed
-    good = "every timed message went by the ring (copied: %s)" % r["rdma"]["status"]
-    bad = "hotbuf did NOT carry every timed message by its ring: its column is (partly) MPI's path"
-print("   => " + good if ok else "   !!!!!! " + bad + " !!!!!!")
+    not_ok, what = total - n, "by ring"
+clean = g["dead"] == 0 and not_ok - missed <= total - timed
+least = timed - missed
+if clean and missed == 0:
+    print("   => every timed message went %s%s" % (what, "" if want == "zcopy" else
+          " (copied: %s)" % r["rdma"]["status"]))
+    ok = True
+elif clean and least >= 0.99 * timed:
+    print("   => at least %d of %d timed messages (%.2f%%) went %s; %d hot sends on a live pair went by MPI "
+          "(no slot %d, connecting %d)" % (least, timed, 100.0 * least / timed, what, missed,
+                                           g["live_no_slot"], g["live_connecting"]))
+    ok = True
+else:
+    print("   !!!!!! hotbuf did NOT carry the timed messages %s (at least %d of %d): its column is (partly) "
+          "MPI's path !!!!!!" % (what, max(least, 0), timed))
+    ok = False
 sys.exit(0 if ok else 1)
 PY
 }
@@ -139,7 +161,7 @@ T0=$SECONDS
 echo
 echo "== 1. latency (us one way, per message for stream); ratio = hotbuf/plain, aa = plain2/plain"
 if launched hotbuf env "${ring[@]}" HOTBUF_REPORT=json HOTBUF_REPORT_FILE="$out/hotbuf" \
-        tools/hotbuf-run -- "${ompi[@]}" -n 2 $bench "$iters" "$rounds" "$warm" "$win"; then
+        tools/hotbuf-run -- "${ompi[@]}" -n 2 $bench "$iters" "$rounds" "$warm" "$win" "${sizes[@]}"; then
     grep -v '^RESULT ' "$out/hotbuf.txt"
     ring_check hotbuf zcopy || status=1
 fi
@@ -147,7 +169,7 @@ fi
 if [ "${BENCH_CONTROL:-1}" = 1 ]; then
     echo
     echo "== 2. control without hotbuf (every column plain MPI; plain_us against step 1's)"
-    launched control "${ompi[@]}" -n 2 $bench "$iters" "$rounds" "$warm" "$win" &&
+    launched control "${ompi[@]}" -n 2 $bench "$iters" "$rounds" "$warm" "$win" "${sizes[@]}" &&
         grep -v '^RESULT ' "$out/control.txt"
 fi
 
@@ -155,7 +177,7 @@ fi
 cg_run() {
     local name=$1; shift
     mkdir -p "$out/cg-$name"
-    local e=(env "$@")
+    local e=(env "$@") tmo=${BENCH_CG_TIMEOUT:-300}
     launched "cg-$name" "${ompi[@]}" -n 1 valgrind --tool=callgrind --separate-threads=yes \
         --trace-children=yes --callgrind-out-file="$out/cg-$name/cg.%p" \
         --zero-before=measured --dump-after=measured "${e[@]}" $bench count "$n1" "$n2" $cg_sizes \
@@ -167,8 +189,10 @@ if [ "${BENCH_CG:-1}" = 1 ] && command -v valgrind >/dev/null; then
     echo
     echo "== 3. sender's user-space instructions per message (callgrind, rank 0, $n1 and $n2 back-to-back MPI_Sends x5)"
     cg_run plain
-    cg_run passthru LD_PRELOAD="$lib" HOTBUF_P2P_RING=0 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD="$thr" HOTBUF_REPORT=off
-    cg_run ring LD_PRELOAD="$lib" "${ring[@]}" HOTBUF_REPORT=json HOTBUF_REPORT_FILE="$out/cg-ring" &&
+    cg_run passthru LD_PRELOAD="$lib" HOTBUF_MEMMON=none HOTBUF_P2P_RING=0 HOTBUF_INTRANODE=1 \
+        HOTBUF_THRESHOLD="$thr" HOTBUF_REPORT=off
+    cg_run ring LD_PRELOAD="$lib" HOTBUF_MEMMON=none "${ring[@]}" HOTBUF_REPORT=json \
+        HOTBUF_REPORT_FILE="$out/cg-ring" &&
         { ring_check cg-ring ring || status=1; }
 fi
 
@@ -207,38 +231,43 @@ except (OSError, ValueError, KeyError):
     cm = None
 copy = {s["size"]: s["copy_ns"] for s in cm["sizes"]} if cm else {}
 v = cm["lookup_ns"] if cm else None
-print("speed (emulated rxe): ratio = hotbuf/plain, aa = plain2/plain in the same rounds; control = plain/plain without hotbuf")
-print("%-8s %6s %9s %9s %7s %7s %8s %9s" % ("pattern", "bytes", "plain_us", "hotbuf_us", "ratio", "aa",
-                                            "control", "C-V_%"))
+print("speed (emulated rxe, us one way / per message): ratio = hotbuf/plain and aa = plain2/plain in the same")
+print("rounds; control = plain/plain without hotbuf; ctl_us = plain without hotbuf loaded (step 2), hb/ctl =")
+print("hotbuf_us/ctl_us across the two runs; C-V_% = the cost model's saving per message (C - V, measured in")
+print("this guest at start-up) as a share of plain's latency: the most zero copy can gain in speed here")
+print("%-8s %6s %9s %9s %7s %7s %8s %8s %7s %7s" % ("pattern", "bytes", "plain_us", "hotbuf_us", "ratio", "aa",
+                                                  "control", "ctl_us", "hb/ctl", "C-V_%"))
 for (pat, size), r in sorted(hb.items()):
     c = ctl.get((pat, size))
-    p = float(r["plain_us"])
+    p, h = float(r["plain_us"]), float(r["hotbuf_us"])
     theo = (copy[size] - v) / 1e3 / p * 100 if size in copy and v is not None else None
-    print("%-8s %6d %9.2f %9.2f %7.3f %7.3f %8s %9s" % (pat, size, p, float(r["hotbuf_us"]),
+    print("%-8s %6d %9.2f %9.2f %7.3f %7.3f %8s %8s %7s %7s" % (pat, size, p, h,
           float(r["ratio"]), float(r["aa_ratio"]), c["ratio"][:5] if c else "-",
+          "%.2f" % float(c["plain_us"]) if c else "-", "%.3f" % (h / float(c["plain_us"])) if c else "-",
           "%.3f" % theo if theo is not None else "-"))
-print("   C-V_% = the cost model's saving per message (C - V, measured in this guest at start-up) as a share of")
-print("   plain's latency: the most zero copy can gain in speed here")
 cgs = {n: cg(n) for n in ("plain", "passthru", "ring")}
 if any(cgs.values()):
     print()
-    print("mechanism (callgrind): the sender's user-space instructions per message; copy = its memcpy/memmove")
-    print("part; ring = hotbuf's ring with the payload copied behind the header (under valgrind hotbuf registers")
-    print("nothing: see below); zcopy = ring - its copy, the zero-copy send without a registration-cache hit")
-    print("%6s %8s %6s %8s %8s %6s %8s %8s %8s %8s" % ("bytes", "plain", "copy", "passthru", "ring", "copy",
-          "zcopy", "saved", "C_ns", "C-V_ns"))
+    print("mechanism (callgrind): the sender's user-space instructions per message (Ir); copy = its part in")
+    print("memcpy/memmove/ucp_dt_contig_pack; ring = hotbuf's ring with the payload copied behind the header")
+    print("(under valgrind hotbuf registers nothing: see the header); zcopy = ring - its copy, the zero-copy send")
+    print("less one registration-cache hit; saved = plain - zcopy")
+    print("%6s %8s %6s %8s %8s %6s %10s %8s %8s %8s %8s" % ("bytes", "plain", "copy", "passthru", "ring", "copy",
+          "plain-copy", "zcopy", "saved", "C_ns", "C-V_ns"))
     for size in sorted(set().union(*[set(x) for x in cgs.values()])):
         f = lambda n, k: float(cgs[n][size][k]) if size in cgs[n] else None
         s_ = lambda x: "%.0f" % x if x is not None else "-"
-        p, r_, rc = f("plain", "ir_per_msg"), f("ring", "ir_per_msg"), f("ring", "copy_per_msg")
+        p, pc = f("plain", "ir_per_msg"), f("plain", "copy_per_msg")
+        r_, rc = f("ring", "ir_per_msg"), f("ring", "copy_per_msg")
         z = r_ - rc if r_ is not None and rc is not None else None
-        print("%6d %8s %6s %8s %8s %6s %8s %8s %8s %8s" % (size, s_(p), s_(f("plain", "copy_per_msg")),
-              s_(f("passthru", "ir_per_msg")), s_(r_), s_(rc), s_(z),
+        print("%6d %8s %6s %8s %8s %6s %10s %8s %8s %8s %8s" % (size, s_(p), s_(pc),
+              s_(f("passthru", "ir_per_msg")), s_(r_), s_(rc), s_(p - pc) if p is not None else "-", s_(z),
               s_(p - z) if p is not None and z is not None else "-",
               "%.1f" % copy[size] if size in copy else "-",
               "%.1f" % (copy[size] - v) if size in copy and v is not None else "-"))
-    print("   saved = plain - zcopy (instructions); C_ns, C-V_ns: the cost model's copy cost C and saving C - V")
-    print("   per message (ns, measured at start-up in this guest); passthru = hotbuf loaded, ring off")
+    print("   C_ns, C-V_ns: the cost model's copy cost C and saving C - V per message (ns, measured at start-up")
+    print("   in this guest); passthru = hotbuf loaded, ring off.  Valgrind counts a rep movsb once per byte")
+    print("   (UCX packs 4 KiB and up with it): a copy's Ir is not its cycles; compare plain-copy with zcopy")
     for n, r in cgs.items():
         worst = max((float(x["spread"]) for x in r.values()), default=0)
         if worst > 0.5:
