@@ -35,7 +35,7 @@
  *   bench-p2p count N1 N2 SIZE...
  * The callgrind mode (run-bench-p2p.sh runs rank 0 under valgrind with
  * --zero-before=measured --dump-after=measured): per size, a warm-up
- * stream, then three times measured() with N1 and with N2 messages sent
+ * stream, then five times measured() with N1 and with N2 messages sent
  * back to back by MPI_Send, each call one profile dump;
  * (Ir(N2) - Ir(N1)) / (N2 - N1) is the sender's instructions per message,
  * what is paid once per call cancelled out. */
