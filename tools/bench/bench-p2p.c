@@ -19,12 +19,11 @@
  * Rank 0 times every round trip or window; a round's time is their median,
  * and it prints the median of each variant's round times, the median of
  * the per-round ratios hotbuf/plain and plain2/plain, and a RESULT line
- * per row.  Each round's data is checked outside the
- * timed part (a stamp per round at both ends of the buffer).  The closing
- * "# hotbuf sends" line counts the data messages sent through hotbuf
- * (both ranks, warm-up included; not the 4-byte acks, below any hot
- * size) and the timed ones, so that run-bench-p2p.sh can hold them
- * against the report's ring counters.
+ * per row.  Each round's data is checked outside the timed part (a stamp
+ * per round at both ends of the buffer).  The closing SENDS line counts
+ * the data messages sent through hotbuf (both ranks, warm-up included;
+ * not the 4-byte acks, below any hot size) and the timed ones, so that
+ * run-bench-p2p.sh can hold them against the report's ring counters.
  *
  *   bench-p2p [iters (20)] [rounds (9)] [warm-up (40)] [window W (16)]
  *             [min bytes (128)] [max bytes (8192)]
