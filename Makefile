@@ -125,7 +125,8 @@ MPI_TEST_BIN := $(patsubst tests/mpi/%.c,$(BUILD)/tests/%,$(MPI_TEST_C)) \
                 $(patsubst tests/mpi/%.f90,$(BUILD)/tests/%,$(MPI_TEST_F)) \
                 $(patsubst tests/mpi/%.cpp,$(BUILD)/tests/%,$(MPI_TEST_CXX))
 TOOLS_BIN    := $(BUILD)/tools/hotbuf-demo $(BUILD)/tools/bench-pingpong $(BUILD)/tools/bench-send1 \
-                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag $(BUILD)/tools/bench-msg
+                $(BUILD)/tools/bench-rma $(BUILD)/tools/bench-ag $(BUILD)/tools/bench-msg \
+                $(BUILD)/tools/bench-p2p
 
 $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
@@ -215,13 +216,15 @@ demo:
 	@scripts/demo.sh
 
 # In the soft-RoCE guest: hotbuf's raw RDMA latency next to perftest,
-# ibv_reg_mr cost per size, registration-cache hit cost, Put/Get latency
-# plain MPI (over UCX on rxe0) vs hotbuf.
+# ibv_reg_mr cost per size, registration-cache hit cost, Put/Get,
+# Allgather and point-to-point (ring) latency plain MPI (over UCX on rxe0)
+# vs hotbuf, the sender's instructions per message.
 bench-rdma: deps rdma-tests
 	@tools/bench/run-bench-rdma.sh
 	@scripts/rxe-vm.sh build/tools/bench-regcache
 	@tools/bench/run-bench-rma.sh
 	@tools/bench/run-bench-ag.sh
+	@tools/bench/run-bench-p2p.sh
 
 # ---- installation ------------------------------------------------------------------
 # PREFIX/bin/hotbuf-run finds PREFIX/lib/hotbuf/<mpi>/libhotbuf.so relative
