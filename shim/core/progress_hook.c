@@ -74,13 +74,18 @@ static int install_ucp(void)
 
 /* Does MPI's progress really reach the hook?  libucp may be loaded by an
  * MPI whose device does not poll it (an MPICH built for another device,
- * with UCX in the process for other reasons).  A few probes on hotbuf's
- * communicator each run MPI's progress once. */
+ * with UCX in the process for other reasons).  Probes on hotbuf's
+ * communicator each run MPI's progress once, but not always opal_progress:
+ * Open MPI's pml ucx calls it every opal_common_ucx_progress_iterations-th
+ * poll (100 by default), so 64 probes found no hook there and pull, and
+ * with it every grant, was off.  The loop stops at the first call. */
+#define HOOK_PROBES 4096
+
 static int hook_reached(MPI_Comm comm)
 {
     unsigned long before = hook.calls;
     int flag;
-    for (int i = 0; i < 64 && hook.calls == before; i++)
+    for (int i = 0; i < HOOK_PROBES && hook.calls == before; i++)
         PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, comm, &flag,
                     MPI_STATUS_IGNORE);
     return hook.calls != before;

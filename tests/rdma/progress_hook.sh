@@ -13,7 +13,8 @@
 #                              same results.  Shows the first test fails
 #                              without the hook.
 #  passive_target_pml_ucx/openmpi  hook on, Open MPI's pml ucx (on shared
-#                              memory): it runs opal_progress only every
+#                              memory, rxe0 present as pml ucx requires a
+#                              network device): it runs opal_progress only every
 #                              100th poll, and hotbuf's start-up check,
 #                              64 probes then, found no hook (pull off,
 #                              every grant refused).
@@ -59,4 +60,4 @@ for mpi in openmpi mpich; do
     passive $mpi 1 passive_target
     passive $mpi 0 passive_target_nohook
 done
-passive openmpi 1 passive_target_pml_ucx OMPI_MCA_pml=ucx
+passive openmpi 1 passive_target_pml_ucx OMPI_MCA_pml=ucx UCX_TLS=self,sm,rc UCX_NET_DEVICES=rxe0:1
