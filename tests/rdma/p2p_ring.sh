@@ -108,8 +108,8 @@ credits="$ring[\"live_no_slot\"] > 0"
 for n in 2 4; do
     random openmpi $n ask ""
     random openmpi $n fault "$fault" HOTBUF_TEST_P2P_FAULT=40
-    random openmpi $n credits "$credits" HOTBUF_TEST_P2P_BUDGET=36000
+    random openmpi $n credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000
 done
 random mpich 2 ask ""
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
-random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=36000
+random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000
