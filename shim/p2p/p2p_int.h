@@ -209,7 +209,8 @@ void hb_p2p_flush_frees(void); /* deferred Comm_frees now due */
 /* p2p_req.c */
 int hb_p2p_translate_source(int source); /* MPI -> HB_PM_ANY */
 struct p2p_req *hb_p2p_req_find(MPI_Request h);
-struct p2p_req *hb_p2p_req_new(void); /* zeroed, not in the table */
+uint64_t hb_p2p_req_key(MPI_Request h); /* a handle's bits, as a hash key */
+struct p2p_req *hb_p2p_req_new(void);   /* zeroed, not in the table */
 int hb_p2p_req_set_args(struct p2p_req *r, void *buf, MPI_Count count,
                         MPI_Datatype type, int source, int tag);
 int hb_p2p_req_pool_handle(struct p2p_req *r); /* MPI_SUCCESS or error */

@@ -15,7 +15,7 @@
 
 #define POOL_CHUNK 32
 
-static uint64_t req_key(MPI_Request r)
+uint64_t hb_p2p_req_key(MPI_Request r)
 {
     uint64_t k = 0;
     memcpy(&k, &r, sizeof(r) < sizeof(k) ? sizeof(r) : sizeof(k));
@@ -33,7 +33,7 @@ struct p2p_req *hb_p2p_req_find(MPI_Request h)
     struct p2p_req *r;
     if (!p2p.reqs || h == MPI_REQUEST_NULL)
         return NULL;
-    key = req_key(h);
+    key = hb_p2p_req_key(h);
     HASH_FIND(hh, p2p.reqs, &key, sizeof(key), r);
     return r;
 }
@@ -112,7 +112,7 @@ void hb_p2p_req_pool_free(void)
 
 void hb_p2p_req_insert(struct p2p_req *r)
 {
-    r->key = req_key(r->handle);
+    r->key = hb_p2p_req_key(r->handle);
     HASH_ADD(hh, p2p.reqs, key, sizeof(r->key), r);
     r->in_table = 1;
     hb_p2p_update_engaged();

@@ -131,16 +131,9 @@ struct p2p_psend {
     UT_hash_handle hh;
 };
 
-static uint64_t handle_key(MPI_Request h)
-{
-    uint64_t k = 0;
-    memcpy(&k, &h, sizeof(h) < sizeof(k) ? sizeof(h) : sizeof(k));
-    return k;
-}
-
 static struct p2p_psend *psend_find(MPI_Request h)
 {
-    uint64_t key = handle_key(h);
+    uint64_t key = hb_p2p_req_key(h);
     struct p2p_psend *s = NULL;
     if (p2p.psends)
         HASH_FIND(hh, p2p.psends, &key, sizeof(key), s);
@@ -152,7 +145,7 @@ void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest)
     struct p2p_psend *s, *old;
     if (!p2p.ring || dest < 0 || !(s = calloc(1, sizeof(*s))))
         return; /* a persistent send no pair can see */
-    s->key = handle_key(req);
+    s->key = hb_p2p_req_key(req);
     s->comm = comm;
     s->dest = dest;
     HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
