@@ -114,14 +114,16 @@ static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
     free(c);
 }
 
-int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c)
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c, int half)
 {
     int failed = -1;
-    for (int i = 0; i < c->npend; i++)
-        if (hb_transport_wait(ag->ctx->rdma->tr, &c->pend[i], hb_progress_yield,
-                              NULL) != HB_TR_OK)
-            failed = c->pend[i].peer;
-    c->npend = 0;
+    for (int h = half < 0 ? 0 : half; h <= (half < 0 ? 1 : half); h++) {
+        for (int i = 0; i < c->npend[h]; i++)
+            if (hb_transport_wait(ag->ctx->rdma->tr, &c->pend[h][i],
+                                  hb_progress_yield, NULL) != HB_TR_OK)
+                failed = c->pend[h][i].peer;
+        c->npend[h] = 0;
+    }
     return failed;
 }
 
@@ -134,7 +136,7 @@ static int delete_attr(MPI_Comm comm, int key, void *value, void *extra)
     struct hb_ag *ag = extra;
     struct hb_ag_comm *c = value;
     (void)comm, (void)key;
-    hb_ag_settle(ag, c); /* a failed peer's QP is gone: no DMA either way */
+    hb_ag_settle(ag, c, -1); /* a failed peer's QP is gone: no DMA either way */
     if (c->prev)
         c->prev->next = c->next;
     else if (ag->live == c)
@@ -205,6 +207,9 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
         me->ok = HB_AG_PEER_NO_MEMORY;
         return;
     }
+    struct hb_transport_info info;
+    hb_transport_get_info(ctx->rdma->tr, &info);
+    c->max_inline = info.max_inline;
     me->id = c->id;
     me->area = (uint64_t)(uintptr_t)c->area;
     me->rkey = c->rkey;

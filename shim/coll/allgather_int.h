@@ -140,14 +140,18 @@ struct hb_ag_comm {
     uint64_t seq;        /* calls on this communicator so far */
     uint64_t zcopy_max;  /* the smallest zcopy_max of all ranks */
     uint32_t id;         /* this rank's number for it (HB_AG_IDS: none) */
-    /* The last writes of the previous copy-based call, one per
-     * destination: waited for at the next call's start (or the state's
-     * end), not at their own call's end.  Their source, a half of buffer,
-     * is written again two calls later at the earliest. */
-    struct hb_tr_op pend[HB_AG_SLOTS + 1];
-    int npend;
-    uint64_t ring_seq; /* the ring call whose data immediates arrive */
-    size_t ring_next;  /* ... and how many of them arrived */
+    /* The last writes of the copy-based calls, one per destination that
+     * was sent something not inline, by half: call N's source is half
+     * N&1, written again by call N+2 at the earliest, which waits for
+     * them (hb_ag_settle) before it places its own block; so does the
+     * state's end.  Call N+1 need not: waiting for N's acknowledgements
+     * there put a round trip of the NIC's into every call.  Inline
+     * writes are not kept: their source was free when they were posted. */
+    struct hb_tr_op pend[2][HB_AG_SLOTS + 1];
+    int npend[2];
+    uint32_t max_inline; /* the transport's, read once at creation */
+    uint64_t ring_seq;   /* the ring call whose data immediates arrive */
+    size_t ring_next;    /* ... and how many of them arrived */
     struct hb_ag_comm *next, *prev; /* live states, for finalize */
 };
 
@@ -164,9 +168,9 @@ struct hb_ag {
 };
 
 /* allgather_comm.c: the attribute key, and freeing every state left. */
-/* Waits for c's pending writes (pend); -1, or the transport peer of one
- * that failed. */
-int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c);
+/* Waits for c's pending writes from half (0 or 1; -1: both); -1, or the
+ * transport peer of one that failed. */
+int hb_ag_settle(struct hb_ag *ag, struct hb_ag_comm *c, int half);
 int hb_ag_keyval_create(struct hb_ag *ag);
 void hb_ag_free_all(struct hb_ag *ag);
 

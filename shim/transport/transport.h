@@ -65,7 +65,10 @@ struct hb_transport_params {
     uint32_t
         sq_depth; /* send work requests per peer in flight at most (default 64) */
     uint32_t
-        rq_depth; /* receive WRs per peer, for RDMA WRITE WITH IMMEDIATE (default 16) */
+        rq_depth; /* receive WRs per peer, for WRITE WITH IMMEDIATE and SEND (default 16) */
+    uint32_t
+        recv_bytes; /* buffer of each receive WR: peers SEND this rank up to this
+                       much (default 0: receives take immediates only, no SEND) */
     uint32_t
         signal_every; /* selective signaling: one signaled send WR in N (default 16, <= sq_depth/2) */
     uint32_t
@@ -89,6 +92,11 @@ struct hb_transport_params {
      * may post, must not close).  NULL: immediates are counted and dropped. */
     void (*on_imm)(void *ctx, int peer, uint32_t imm, uint32_t byte_len);
     void *on_imm_ctx;
+    /* SEND WITH IMMEDIATE arrived from peer: len bytes at data, valid only
+     * during the call (the buffer is posted again right after; copy what
+     * you keep).  Same rules as on_imm, same ctx; NULL: counted, dropped. */
+    void (*on_recv)(void *ctx, int peer, uint32_t imm, const void *data,
+                    uint32_t len);
 };
 
 void hb_transport_params_default(struct hb_transport_params *p);
@@ -129,7 +137,9 @@ const char *hb_transport_peer_reason(const struct hb_transport *t,
                                      int peer); /* "" unless failed */
 
 /* ---- data path --------------------------------------------------------------------------- */
-enum hb_tr_opcode { HB_TR_WRITE, HB_TR_WRITE_IMM, HB_TR_READ };
+/* HB_TR_SEND: a SEND WITH IMMEDIATE into the peer's next posted receive
+ * (remote_addr and rkey unused), at most hb_transport_send_max() bytes. */
+enum hb_tr_opcode { HB_TR_WRITE, HB_TR_WRITE_IMM, HB_TR_READ, HB_TR_SEND };
 
 enum {
     HB_TR_F_SIGNAL =
@@ -179,6 +189,17 @@ int hb_transport_write_imm(struct hb_transport *t, int peer, const void *buf,
 int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len,
                       uint32_t lkey, uint64_t raddr, uint32_t rkey,
                       unsigned flags, struct hb_tr_op *op);
+int hb_transport_send(struct hb_transport *t, int peer, const void *buf,
+                      size_t len, uint32_t lkey, uint32_t imm, unsigned flags,
+                      struct hb_tr_op *op);
+
+/* The most a SEND to peer may carry: its receive buffers' size, as it
+ * announced at bootstrap (0: it takes no SEND).  The receiver must have a
+ * receive posted when the SEND arrives, or the NIC retries it after a
+ * receiver-not-ready delay: the caller bounds what it has in flight per
+ * peer (each receive is posted again as soon as progress has handed its
+ * message to on_recv) under hb_transport_info.rq_depth. */
+uint32_t hb_transport_send_max(const struct hb_transport *t, int peer);
 
 /* One pass: polls the CQ once (at most 16 completions), handles connection
  * datagrams and retry timers.  Returns the number of events handled; never
@@ -221,6 +242,7 @@ struct hb_transport_info {
     int active_mtu;      /* bytes */
     uint32_t max_inline; /* what the RC QPs got */
     uint32_t sq_depth, rq_depth, signal_every, max_sge;
+    uint32_t recv_bytes; /* each posted receive's buffer (0: no SEND) */
     uint32_t max_rd_atomic;
     char fork[96]; /* what was done about fork() and why */
 };
@@ -234,11 +256,12 @@ struct hb_transport_mem {
     size_t sq_entries,
         sq_wqe_bytes; /* RC send queue (actual capacity x WQE estimate) */
     size_t rq_entries, rq_wqe_bytes; /* RC receive queue */
-    size_t cq_entries, cqe_bytes;    /* the share of the CQ each peer adds */
-    size_t ah_bytes;                 /* UD address handle to the peer's CM QP */
-    size_t peer_struct_bytes;        /* hotbuf's own per-peer state */
-    size_t per_peer_bytes;           /* sum of the above */
-    size_t budget_per_peer;          /* params.peer_budget */
+    size_t rx_bytes; /* its buffers (rq_entries x recv_bytes, registered) */
+    size_t cq_entries, cqe_bytes; /* the share of the CQ each peer adds */
+    size_t ah_bytes;              /* UD address handle to the peer's CM QP */
+    size_t peer_struct_bytes;     /* hotbuf's own per-peer state */
+    size_t per_peer_bytes;        /* sum of the above */
+    size_t budget_per_peer;       /* params.peer_budget */
     /* per rank of the job (connected or not): bootstrap block + peer slot */
     size_t per_rank_bytes;
     /* constant: control area (registered) + UD QP + the CQ's base entries */
@@ -267,9 +290,9 @@ struct hb_transport_stats {
         cm_resends; /* connection datagrams sent again (loss or slow peer) */
     uint64_t cm_sent, cm_received, cm_dropped;
     uint64_t peers_failed;
-    uint64_t writes, write_imms, reads, inline_posts, bytes_posted;
+    uint64_t writes, write_imms, reads, sends, inline_posts, bytes_posted;
     uint64_t signaled, fences, busy;
-    uint64_t imm_received;
+    uint64_t imm_received, sends_received;
     uint64_t polls, completions;
     uint64_t cq_resizes;
 };

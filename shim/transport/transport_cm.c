@@ -102,6 +102,7 @@ int hb_transport_bootstrap(struct hb_transport *t, hb_allgather_fn allgather,
     memcpy(mine.gid, t->gid.raw, 16);
     mine.scratch_addr = (uint64_t)(uintptr_t)(t->ctrl + HB_CTRL_SCRATCH_OFF);
     mine.scratch_rkey = t->ctrl_mr->rkey;
+    mine.recv_bytes = t->p.recv_bytes;
     mine.instance = t->instance;
     struct hb_boot *all = calloc((size_t)t->size, sizeof(*all));
     if (!all) {
@@ -360,7 +361,7 @@ static int qp_create(struct hb_transport *t, struct hb_peer *pe)
     t->cq_need += need;
     pe->qp_counted = 1;
     pe->my_psn = hb_tr_random(t) & 0xffffff;
-    if (hb_tr_post_recvs(t, pe)) {
+    if ((!pe->rx && hb_tr_rx_create(t, pe)) || hb_tr_post_recvs(t, pe)) {
         hb_tr_peer_fail(t, pe, 1, "cannot post receives for rank %d: %s",
                         pe->rank, strerror(errno));
         return -1;

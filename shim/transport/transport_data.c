@@ -1,5 +1,5 @@
-/* The data path: RDMA WRITE / WRITE WITH IMMEDIATE / READ on the per-peer RC
- * QPs, selective signaling, back-pressure, progress, waits, and failures.
+/* The data path: RDMA WRITE / WRITE WITH IMMEDIATE / READ and SEND WITH
+ * IMMEDIATE on the per-peer RC QPs, selective signaling, back-pressure, progress, waits, and failures.
  *
  * Send-queue bookkeeping per peer: WRs are numbered 1, 2, ... (seq).  Only
  * one in signal_every is signaled (plus any the caller flags, plus fences);
@@ -29,17 +29,19 @@
 
 #include "transport_int.h"
 
+#define HB_OP_FENCE 7 /* past enum hb_tr_opcode */
+
 static const char *op_name(int op)
 {
     switch (op) {
     case HB_TR_WRITE: return "RDMA WRITE";
     case HB_TR_WRITE_IMM: return "RDMA WRITE WITH IMMEDIATE";
     case HB_TR_READ: return "RDMA READ";
-    case 3: return "fence RDMA WRITE";
+    case HB_TR_SEND: return "SEND WITH IMMEDIATE";
+    case HB_OP_FENCE: return "fence RDMA WRITE";
     default: return "work request";
     }
 }
-#define HB_OP_FENCE 3
 
 /* ---- failure ------------------------------------------------------------------------- */
 void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify,
@@ -90,20 +92,6 @@ int hb_transport_debug_qp_error(struct hb_transport *t, int peer)
     return ibv_modify_qp(pe->qp, &a, IBV_QP_STATE) ? -1 : 0;
 }
 
-/* ---- receives (for immediates) ------------------------------------------------------------ */
-int hb_tr_post_recvs(struct hb_transport *t, struct hb_peer *pe)
-{
-    while (pe->rq_posted < t->rq_depth) {
-        struct ibv_recv_wr wr = {.wr_id = HB_WRID(HB_WR_RC_RECV, pe->rank, 0),
-                                 .num_sge = 0},
-                           *bad;
-        if (ibv_post_recv(pe->qp, &wr, &bad))
-            return -1;
-        pe->rq_posted++;
-    }
-    return 0;
-}
-
 /* ---- completions ---------------------------------------------------------------------------- */
 static void rc_send_done(struct hb_transport *t, const struct ibv_wc *wc)
 {
@@ -129,47 +117,6 @@ static void rc_send_done(struct hb_transport *t, const struct ibv_wc *wc)
         ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
 }
 
-static void rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc)
-{
-    int peer = HB_WRID_PEER(wc->wr_id);
-    struct hb_peer *pe = peer < t->size && t->peers ? t->peers[peer] : NULL;
-    if (!pe)
-        return;
-    if (pe->state == HB_PEER_FAILED) {
-        /* a write placed before the failure is final: the layer above
-         * counts on seeing it (point-to-point drops its resent copy) */
-        if (wc->status == IBV_WC_SUCCESS &&
-            wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM && t->p.on_imm) {
-            t->st.imm_received++;
-            t->p.on_imm(t->p.on_imm_ctx, peer, ntohl(wc->imm_data),
-                        wc->byte_len);
-        }
-        return;
-    }
-    pe->rq_posted--;
-    if (wc->status != IBV_WC_SUCCESS) {
-        hb_tr_peer_fail(
-            t, pe, 1, "the connection to rank %d broke: receive %s (status %d)",
-            peer, ibv_wc_status_str(wc->status), (int)wc->status);
-        return;
-    }
-    if (pe->state == HB_PEER_ACCEPTED) {
-        /* data from the requester: its QP is ready, whatever became of its RTU */
-        hb_tr_cm_list_del(t, pe);
-        pe->state = HB_PEER_CONNECTED;
-        t->peers_connected++;
-        t->st.connects_done++;
-    }
-    if (wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM) {
-        t->st.imm_received++;
-        if (t->p.on_imm)
-            t->p.on_imm(t->p.on_imm_ctx, peer, ntohl(wc->imm_data),
-                        wc->byte_len);
-    }
-    if (pe->state != HB_PEER_FAILED && pe->qp && hb_tr_post_recvs(t, pe))
-        hb_tr_peer_fail(t, pe, 1, "cannot repost receives for rank %d", peer);
-}
-
 /* One ibv_poll_cq of up to HB_TR_POLL_BATCH completions; their number. */
 int hb_tr_poll(struct hb_transport *t)
 {
@@ -182,7 +129,7 @@ int hb_tr_poll(struct hb_transport *t)
     for (int i = 0; i < n; i++) {
         switch (HB_WRID_KIND(wc[i].wr_id)) {
         case HB_WR_RC_SEND: rc_send_done(t, &wc[i]); break;
-        case HB_WR_RC_RECV: rc_recv_done(t, &wc[i]); break;
+        case HB_WR_RC_RECV: hb_tr_rc_recv_done(t, &wc[i]); break;
         case HB_WR_UD_RECV: hb_tr_cm_recv(t, &wc[i]); break;
         case HB_WR_UD_SEND: hb_tr_ud_send_done(t, &wc[i]); break;
         default: break;
@@ -295,6 +242,10 @@ static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op,
         wr.imm_data = htonl(imm);
         break;
     case HB_TR_READ: wr.opcode = IBV_WR_RDMA_READ; break;
+    case HB_TR_SEND:
+        wr.opcode = IBV_WR_SEND_WITH_IMM;
+        wr.imm_data = htonl(imm);
+        break;
     default: wr.opcode = IBV_WR_RDMA_WRITE; break;
     }
     int rc = ibv_post_send(pe->qp, &wr, &bad);
@@ -321,6 +272,7 @@ static int post_wr(struct hb_transport *t, struct hb_peer *pe, int op,
     case HB_TR_WRITE: t->st.writes++; break;
     case HB_TR_WRITE_IMM: t->st.write_imms++; break;
     case HB_TR_READ: t->st.reads++; break;
+    case HB_TR_SEND: t->st.sends++; break;
     default: t->st.fences++; break;
     }
     if (flags & HB_TR_F_INLINE)
@@ -341,7 +293,7 @@ int hb_transport_post(struct hb_transport *t, int peer,
     if (w->nsge < 0 || (uint32_t)w->nsge > t->p.max_sge ||
         (w->nsge && !w->sg) ||
         (w->opcode != HB_TR_WRITE && w->opcode != HB_TR_WRITE_IMM &&
-         w->opcode != HB_TR_READ))
+         w->opcode != HB_TR_READ && w->opcode != HB_TR_SEND))
         return HB_TR_EINVAL;
     struct ibv_sge sg[HB_TR_MAX_SGE];
     uint64_t total = 0;
@@ -351,7 +303,8 @@ int hb_transport_post(struct hb_transport *t, int peer,
         sg[i].lkey = w->sg[i].lkey;
         total += w->sg[i].length;
     }
-    if (total > t->port_attr.max_msg_sz)
+    if (total > t->port_attr.max_msg_sz ||
+        (w->opcode == HB_TR_SEND && total > t->boot[peer].recv_bytes))
         return HB_TR_EINVAL;
     if ((w->flags & HB_TR_F_INLINE) &&
         (w->opcode == HB_TR_READ || total > t->max_inline))
@@ -407,6 +360,22 @@ int hb_transport_read(struct hb_transport *t, int peer, void *buf, size_t len,
 {
     return post_one(t, peer, HB_TR_READ, buf, len, lkey, raddr, rkey, 0, flags,
                     op);
+}
+
+int hb_transport_send(struct hb_transport *t, int peer, const void *buf,
+                      size_t len, uint32_t lkey, uint32_t imm, unsigned flags,
+                      struct hb_tr_op *op)
+{
+    return post_one(t, peer, HB_TR_SEND, (void *)buf, len, lkey, 0, 0, imm,
+                    flags, op);
+}
+
+uint32_t hb_transport_send_max(const struct hb_transport *t, int peer)
+{
+    if (!t || !t->bootstrapped || peer < 0 || peer >= t->size ||
+        t->boot[peer].magic != HB_BOOT_MAGIC)
+        return 0;
+    return t->boot[peer].recv_bytes;
 }
 
 /* ---- completion of one operation ------------------------------------------------------------ */

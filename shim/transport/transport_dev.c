@@ -469,14 +469,16 @@ static void mem_model(const struct hb_transport_params *p, uint32_t sq,
     m->sq_wqe_bytes = est_send_wqe(p->max_sge, inl);
     m->rq_entries = rq;
     m->rq_wqe_bytes = EST_RECV_WQE;
+    m->rx_bytes = (size_t)rq * p->recv_bytes;
     m->cq_entries = sq + rq;
     m->cqe_bytes = EST_CQE;
     m->ah_bytes = EST_AH;
     m->peer_struct_bytes =
         sizeof(struct hb_peer) + sq; /* + one opcode byte per send WQE */
-    m->per_peer_bytes =
-        m->sq_entries * m->sq_wqe_bytes + m->rq_entries * m->rq_wqe_bytes +
-        m->cq_entries * m->cqe_bytes + m->ah_bytes + m->peer_struct_bytes;
+    m->per_peer_bytes = m->sq_entries * m->sq_wqe_bytes +
+                        m->rq_entries * m->rq_wqe_bytes + m->rx_bytes +
+                        m->cq_entries * m->cqe_bytes + m->ah_bytes +
+                        m->peer_struct_bytes;
     m->budget_per_peer = p->peer_budget;
     m->per_rank_bytes = HB_TRANSPORT_BOOT_BYTES + sizeof(struct hb_peer *);
     m->control_area_bytes = HB_CTRL_BYTES;
@@ -703,6 +705,11 @@ static void close_peers(struct hb_transport *t, char *why, size_t len,
         if (pe->ah)
             teardown_check(ibv_destroy_ah(pe->ah), "ibv_destroy_ah",
                            t->dev_name, why, len, failed);
+        int rc = 0;
+        hb_tr_rx_destroy(pe, &rc); /* after the QP: no more DMA there */
+        if (rc)
+            teardown_check(rc, "ibv_dereg_mr (receive buffers)", t->dev_name,
+                           why, len, failed);
         free(pe);
     }
     free(t->peers);
@@ -769,6 +776,7 @@ void hb_transport_get_info(const struct hb_transport *t,
     in->max_inline = t->max_inline;
     in->sq_depth = t->sq_depth;
     in->rq_depth = t->rq_depth;
+    in->recv_bytes = t->p.recv_bytes;
     in->signal_every = t->p.signal_every;
     in->max_sge = t->p.max_sge;
     in->max_rd_atomic = t->rd_atomic;

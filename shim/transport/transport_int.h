@@ -1,6 +1,7 @@
 /* Internals shared by transport_dev.c (device, control area, accounting),
- * transport_cm.c (bootstrap, UD connection management) and
- * transport_data.c (RDMA posts, progress, failures). */
+ * transport_cm.c (bootstrap, UD connection management),
+ * transport_data.c (RDMA posts, progress, failures) and transport_recv.c
+ * (the receive queue: its buffers, reposting, receive completions). */
 #ifndef HOTBUF_TRANSPORT_INT_H
 #define HOTBUF_TRANSPORT_INT_H
 
@@ -32,7 +33,8 @@ struct hb_boot {
     uint8_t gid[16];
     uint64_t scratch_addr; /* control area word a fence write may hit */
     uint32_t scratch_rkey;
-    uint32_t pad2;
+    uint32_t
+        recv_bytes; /* each receive it posts holds this much: SENDs up to it */
     uint64_t
         instance; /* random per process: datagrams for another incarnation are dropped */
 };
@@ -107,10 +109,12 @@ struct hb_peer {
     uint64_t completed;     /* every WR <= completed is done */
     uint64_t
         fail_seq; /* FAILED: first seq that did not complete (0: none known) */
-    uint32_t unsignaled; /* WRs posted since the last signaled one */
-    uint32_t rq_posted;  /* receive WRs on the QP */
-    long extra_bytes;    /* charged by upper layers */
-    int cm_slot;         /* index in the transport's cm_list, -1 if not there */
+    uint32_t unsignaled;  /* WRs posted since the last signaled one */
+    uint32_t rq_posted;   /* receive WRs on the QP */
+    struct ibv_mr *rx_mr; /* the receive buffers (transport_recv.c), or NULL */
+    unsigned char *rx;    /* rq_depth x recv_bytes: slot i is receive WR i's */
+    long extra_bytes;     /* charged by upper layers */
+    int cm_slot; /* index in the transport's cm_list, -1 if not there */
     char reason[HB_TR_REASON_LEN];
     uint8_t
         ops[]; /* opcode of WR seq, at seq % sq_depth (for failure reasons) */
@@ -178,12 +182,17 @@ void hb_tr_cm_timers(struct hb_transport *t);
 int hb_tr_ud_post_recv(struct hb_transport *t, int slot);
 void hb_tr_ud_send_done(struct hb_transport *t, const struct ibv_wc *wc);
 
+/* transport_recv.c */
+int hb_tr_rx_create(struct hb_transport *t, struct hb_peer *pe);
+void hb_tr_rx_destroy(struct hb_peer *pe, int *rc);
+int hb_tr_post_recvs(struct hb_transport *t, struct hb_peer *pe);
+void hb_tr_rc_recv_done(struct hb_transport *t, const struct ibv_wc *wc);
+
 /* transport_data.c */
 int hb_tr_poll(struct hb_transport *t);
 void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify,
                      const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
-int hb_tr_post_recvs(struct hb_transport *t, struct hb_peer *pe);
 void hb_tr_check_async(struct hb_transport *t);
 
 #endif

@@ -12,14 +12,28 @@ receiver's dispatcher (hb_ag_on_imm): it rebuilds the call number from the
 immediate's 3 bits and the receiver's own call count, and raises a word:
 rd[k] for recursive doubling (k from the immediate), data[n] for the n-th
 ring immediate of that call (counted: one writer, in order), direct[r]
-for rank r's direct write.  At the end of
-a call a rank waits until its writes completed (delivered).  Every
-interleaving of every schedule of CALLS calls is explored.
+for rank r's direct write.  The data goes through the two halves of
+the collective buffer: call N reads and writes half N&1 at every rank.
+A rank's writes of call N read its half N&1 until they complete: the
+receiver's acknowledgement reaches the writer, a separate event after
+the delivery (until then the NIC may send the data again, from the
+half).  The writer waits for that when it begins call N+2, the next one
+to write the half (hotbuf's hb_ag_settle), so it may end a call with its
+writes unacknowledged, even undelivered.  Acknowledgements are not
+separate moves (they multiply the states past the time limit): one
+always arrives eventually, and only its writer waits for it, so a wait
+for it only delays that rank; what the model tracks is which writes a
+rank has posted per call (every rank posts in every call), and a rank may begin call N+2 only
+after its writes of call N were delivered (then it waits for their
+acknowledgements) -- without the wait, one may still be missing.  Every interleaving of every
+schedule of CALLS calls is explored.
 
 Checked: whenever a wait passes, the write it waits for (that writer, that
 call, that step) has landed; the call number rebuilt from 3 bits is the
 writer's, whatever the receiver's progress (before or after it counted
-its own call); and no state is stuck.
+its own call); no write of call N lands at a rank that has not finished
+call N-2 (whose half it would overwrite); no rank begins call N+2 while a
+write of its call N still reads its half; and no state is stuck.
 
   --layout split     rd[] and data[] are separate words (hotbuf's layout:
                      every word has one writer): must hold.
@@ -36,6 +50,11 @@ its own call); and no state is stuck.
   --seq-bits N       bits of the call number in the immediate (3); 1 must
                      fail on 4 ranks (a peer one call ahead of a receiver
                      that has not counted its own call yet is 2 ahead).
+  --settle after-next  a rank waits for its writes of call N when it begins
+                     call N+2 (hotbuf's): must hold.
+  --settle next      ... when it ends call N (hotbuf before): must hold.
+  --settle none      never: a violation is expected (a half is written
+                     again while a write still reads it).
   --algos A,B       the algorithms schedules mix (rd,ring,direct); direct
                      multiplies the states: make test mixes all three over
                      2 calls and rd,ring over 3.
@@ -83,6 +102,10 @@ def deliver(state, i, p, opts):
     """Delivers the head of channel i: (new state, what), or a violation."""
     ranks, chans, words, rings, landed, unplaced = state
     (algo, step, call, tag), dst = chans[i][0], i % p
+    if ranks[dst][0] < call - 2:
+        return None, (f"write {tag[0]}->{tag[1]} of call {call} lands in half "
+                      f"{call % 2} of rank {dst}, which has not finished call "
+                      f"{call - 2} with it")
     for seq in counted(ranks[dst]):
         got = rebuild(call % (1 << opts.seq_bits), seq, opts.seq_bits)
         if got != call:
@@ -122,8 +145,14 @@ def moves_of(state, p, schedule, plans, opts):
             continue
         nr = list(ranks)
         nr[r] = (c, i + 1)
-        if i == len(plans[r][c]):  # drain: its writes completed
-            if all(not chans[r * p + d] for d in range(p)):
+        if i == len(plans[r][c]):  # end of call c+1: settle, then call c+2 may begin
+            # call c+2 writes half c&1: call c's writes must have read it
+            limit = {"next": c + 1, "after-next": c, "none": -1}[opts.settle]
+            if all(m[2] > limit for d in range(p) for m in chans[r * p + d]):
+                if limit < c and c >= 1:  # call c's writes posted, none waited for
+                    return None, (f"rank {r} begins call {c + 2} (half {c % 2}) while "
+                                  f"a write of its call {c} may be unacknowledged: "
+                                  f"the NIC may still read that half")
                 nr[r] = (c + 1, 0)
                 moves.append(((tuple(nr), chans, words, rings, landed, unplaced),
                               f"rank {r} ends call {c + 1}"))
@@ -189,12 +218,13 @@ def main():
     ap.add_argument("--layout", choices=("split", "shared"), default="split")
     ap.add_argument("--placement", choices=("cqe", "trailer"), default="cqe")
     ap.add_argument("--seq-bits", type=int, default=3)
+    ap.add_argument("--settle", choices=("after-next", "next", "none"), default="after-next")
     ap.add_argument("--algos", default="rd,ring,direct",
                     help="algorithms the schedules mix (direct multiplies the states)")
     opts = ap.parse_args()
     assert opts.ranks >= 2 and opts.ranks & (opts.ranks - 1) == 0, "2^k ranks"
-    name = (f"{opts.layout}, {opts.placement}, {opts.seq_bits} seq bits, {opts.ranks} ranks, "
-            f"{opts.algos}")
+    name = (f"{opts.layout}, {opts.placement}, {opts.seq_bits} seq bits, settle "
+            f"{opts.settle}, {opts.ranks} ranks, {opts.algos}")
     for schedule in itertools.product(opts.algos.split(","), repeat=opts.calls):
         bad = check(opts.ranks, schedule, opts)
         if bad:

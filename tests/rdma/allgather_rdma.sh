@@ -55,6 +55,9 @@ if mode != "off":
     alone = (even if even == 1 else 0) + (odd if odd == 1 else 0)
     need(ag["comms_pmpi"]["single_rank"] == 2 * n + 2 * alone,
          "single-rank communicators: want %d, got %s" % (2 * n + 2 * alone, ag["comms_pmpi"]))
+if mode == "dflt": # the default thresholds, 4 ranks: copy-based up to 64 KiB + 1, ring zero-copy above
+    need(alg["rd_copy"] > 0 and alg["ring_zcopy"] > 0 and alg["rd_zcopy"] == 0,
+         "default thresholds: want rd_copy and ring_zcopy only, got %s" % alg)
 if mode == "mix": # HOTBUF_AG_DIRECT < HOTBUF_AG_RING < HOTBUF_AG_ZCOPY, 2^k ranks
     need(alg["direct"] > 0 and alg["rd_copy"] > 0 and alg["ring_copy"] > 0 and
          alg["ring_zcopy"] > 0, "algorithms not mixed: %s" % alg)
@@ -69,7 +72,7 @@ if mode == "on":
     need(alg["ring_zcopy"] > 0, "ring zero-copy not used")
     need(ag["comms_rdma"] > 0, "no communicator served")
     need(ag["comms_pmpi"]["intercomm"] > 0, "intercommunicator not left to MPI")
-elif mode != "mix":
+elif mode not in ("mix", "dflt"):
     need(cls["rerouted_calls"] == 0, "rerouted although " + mode)
     if mode == "intranode":
         need(ag["comms_pmpi"]["intranode"] > 0, "intranode reason not counted")
@@ -85,7 +88,10 @@ run() {
     [[ $name =~ ${AG_ONLY:-.} ]] || return 0
     local envs=(HOTBUF_REPORT=both HOTBUF_REPORT_SITES=100 HOTBUF_REPORT_FILE=$work/$name)
     case $mode in
-        on) envs+=(HOTBUF_INTRANODE=1) ;;
+        # the thresholds before they were raised (README): every algorithm
+        # in both modes within the sizes allgather_check uses
+        on) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_ZCOPY=8K HOTBUF_AG_RING=64K HOTBUF_AG_BUFFER=128K) ;;
+        dflt) envs+=(HOTBUF_INTRANODE=1) ;;
         mix) envs+=(HOTBUF_INTRANODE=1 HOTBUF_AG_DIRECT=64 HOTBUF_AG_RING=2K HOTBUF_AG_ZCOPY=16K) ;;
         off) envs+=(HOTBUF_INTRANODE=1 HOTBUF_ALLGATHER=0) ;;
     esac
@@ -110,6 +116,8 @@ ARGS=
 for n in 2 4; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n
 done
+# the default thresholds (HOTBUF_AG_ZCOPY=HOTBUF_AG_RING=128K, HOTBUF_AG_BUFFER=512K)
+run openmpi_np4_defaults dflt 4 mpiexec.openmpi --oversubscribe -n 4
 ARGS=quick # blocks up to 64 KiB + 1: 3 and 8 ranks on 2 emulated CPUs are slow
 for n in 3 8; do
     run openmpi_np$n on $n mpiexec.openmpi --oversubscribe -n $n

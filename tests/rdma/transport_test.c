@@ -231,6 +231,33 @@ static void on_imm(void *ctx, int peer, uint32_t imm, uint32_t byte_len)
         l->count[peer]++;
 }
 
+/* SENDs received: immediate, length, and whether the data was right while
+ * on_recv ran (the buffer is posted again after it returns). */
+struct recv_log {
+    int count[64];
+    uint32_t imm[64][64];
+    uint32_t len[64][64];
+    size_t bad[64];
+};
+static struct recv_log recvs;
+
+static void on_recv(void *ctx, int peer, uint32_t imm, const void *data,
+                    uint32_t len)
+{
+    struct recv_log *l = &recvs;
+    (void)ctx;
+    if (peer >= 64)
+        return;
+    int i = l->count[peer]++;
+    if (i < 64) {
+        l->imm[peer][i] = imm;
+        l->len[peer][i] = len;
+    }
+    /* message i of rank peer is len bytes of pattern 0x5000 + peer * 64 + i */
+    l->bad[peer] +=
+        mismatches(data, len, (uint32_t)(0x5000 + peer * 64 + i), 0);
+}
+
 /* Buffers: recv (peers write here), src (we write from), rsrc (peers read
  * from), rdst (we read into); 1 MiB each, one MR per transport. */
 struct bufs {
@@ -302,6 +329,10 @@ static int post_retry(struct inst *in, int peer, int op, void *buf, size_t len,
         case HB_TR_WRITE_IMM:
             rc = hb_transport_write_imm(in->t, peer, buf, len, in->mr->lkey,
                                         raddr, rkey, imm, flags, o);
+            break;
+        case HB_TR_SEND:
+            rc = hb_transport_send(in->t, peer, buf, len, in->mr->lkey, imm,
+                                   flags, o);
             break;
         default:
             rc = hb_transport_write(in->t, peer, buf, len, in->mr->lkey, raddr,
@@ -746,6 +777,63 @@ static void phase_imm(struct inst *in)
     PMPI_Barrier(comm);
 }
 
+/* SEND WITH IMMEDIATE into the posted receive buffers: 40 messages
+ * (more than rq_depth, so receives are posted again) of 0..SEND_MAX bytes,
+ * inline and not, a WRITE WITH IMMEDIATE among them (it consumes a
+ * receive but not its buffer); one byte over the peer's size is refused. */
+#define SEND_MAX 2048
+static void phase_send(struct inst *in)
+{
+    enum { N = 40 };
+    int right = (rank + 1) % nranks, left = (rank + nranks - 1) % nranks;
+    memset(&recvs, 0, sizeof(recvs));
+    memset(&imms, 0, sizeof(imms));
+    PMPI_Barrier(comm);
+    int ok = hb_transport_send_max(in->t, right) == SEND_MAX, einval = 0;
+    struct hb_tr_op o;
+    for (int i = 0; i < N && ok; i++) {
+        size_t len = (size_t)(i * 97) % (SEND_MAX + 1);
+        uint8_t *src = B.src + (size_t)i * SEND_MAX;
+        fill(src, len, (uint32_t)(0x5000 + rank * 64 + i), 0);
+        ok = post_retry(in, right, HB_TR_SEND, src, len, 0, 0,
+                        (uint32_t)(rank << 16 | i), i & 1 ? HB_TR_F_INLINE : 0,
+                        &o, 20) == HB_TR_OK ||
+             (i & 1 && len > 64 &&
+              post_retry(in, right, HB_TR_SEND, src, len, 0, 0,
+                         (uint32_t)(rank << 16 | i), 0, &o, 20) == HB_TR_OK);
+        if (ok && i == N / 2)
+            ok = post_retry(in, right, HB_TR_WRITE_IMM, NULL, 0,
+                            in->rem[right].recv, in->rem[right].rkey, 0x77u, 0,
+                            &o, 20) == HB_TR_OK;
+    }
+    if (ok)
+        einval = hb_transport_send(in->t, right, B.src, SEND_MAX + 1,
+                                   in->mr->lkey, 0, 0, &o) == HB_TR_EINVAL;
+    double ts = now();
+    while (recvs.count[left] < N && now() - ts < 20)
+        hb_transport_progress(in->t);
+    char detail[160] = "";
+    if (recvs.count[left] != N || imms.count[left] != 1)
+        snprintf(detail, sizeof(detail), "; got %d of %d SENDs, %d immediates",
+                 recvs.count[left], N, imms.count[left]);
+    for (int i = 0; !detail[0] && i < N; i++)
+        if (recvs.imm[left][i] != (uint32_t)(left << 16 | i) ||
+            recvs.len[left][i] != (uint32_t)((size_t)(i * 97) % (SEND_MAX + 1)))
+            snprintf(detail, sizeof(detail), "; SEND %d: imm 0x%x len %u", i,
+                     recvs.imm[left][i], recvs.len[left][i]);
+    if (!detail[0] && recvs.bad[left])
+        snprintf(detail, sizeof(detail), "; %zu bad bytes", recvs.bad[left]);
+    if (!detail[0] && !einval)
+        snprintf(detail, sizeof(detail), "; %d bytes not refused",
+                 SEND_MAX + 1);
+    check(ok && !detail[0], "send_posted_recv",
+          "%d SEND WITH IMMEDIATE of 0..%d B (more than the receive queue "
+          "holds) and one WRITE WITH IMMEDIATE among them: in order, data "
+          "right in on_recv%s",
+          N, SEND_MAX, detail);
+    PMPI_Barrier(comm);
+}
+
 static void phase_loopback(struct inst *in)
 {
     /* a rank may use its own connection (a QP connected to itself) */
@@ -1057,8 +1145,8 @@ static void phase_memory(struct inst *in)
     int ok = m.per_peer_bytes <= m.budget_per_peer &&
              m.per_peer_bytes == m.sq_entries * m.sq_wqe_bytes +
                                      m.rq_entries * m.rq_wqe_bytes +
-                                     m.cq_entries * m.cqe_bytes + m.ah_bytes +
-                                     m.peer_struct_bytes &&
+                                     m.rx_bytes + m.cq_entries * m.cqe_bytes +
+                                     m.ah_bytes + m.peer_struct_bytes &&
              m.cq_entries_now >= m.cq_entries;
     /* the budget is enforced for upper-layer charges */
     int charge_ok =
@@ -1070,12 +1158,13 @@ static void phase_memory(struct inst *in)
     hb_transport_get_stats(in->t, &st);
     check(
         ok && charge_ok, "memory_accounting",
-        "per connected peer %zu B = send queue %zu x %zu B + receive queue %zu x %zu B + CQ %zu x "
+        "per connected peer %zu B = send queue %zu x %zu B + receive queue %zu x %zu B + receive "
+        "buffers %zu B + CQ %zu x "
         "%zu B + AH %zu B + state %zu B (budget %zu B); per rank %zu B; constant %zu B (control "
         "area %zu, UD QP %zu, CQ base %zu); rank 0 now: %zu connected, %zu failed, %zu B total, "
         "CQ %zu entries (%llu resizes); charges over budget refused",
         m.per_peer_bytes, m.sq_entries, m.sq_wqe_bytes, m.rq_entries,
-        m.rq_wqe_bytes, m.cq_entries, m.cqe_bytes, m.ah_bytes,
+        m.rq_wqe_bytes, m.rx_bytes, m.cq_entries, m.cqe_bytes, m.ah_bytes,
         m.peer_struct_bytes, m.budget_per_peer, m.per_rank_bytes,
         m.constant_bytes, m.control_area_bytes, m.ud_qp_bytes, m.cq_base_bytes,
         m.peers_connected, m.peers_failed, m.total_bytes, m.cq_entries_now,
@@ -1122,6 +1211,9 @@ static int mpi_mode(int argc, char **argv)
     p.op_timeout_s = 20;
     p.on_imm = on_imm;
     p.on_imm_ctx = &imms;
+    p.on_recv = on_recv;
+    p.recv_bytes = SEND_MAX;
+    p.peer_budget += (size_t)p.rq_depth * SEND_MAX;
 
     /* 1. bootstrap */
     struct inst A, S;
@@ -1163,6 +1255,7 @@ static int mpi_mode(int argc, char **argv)
     phase_signaling(&A);
     phase_back_pressure(&A);
     phase_imm(&A);
+    phase_send(&A);
     phase_loopback(&A);
     phase_memory(&A);
     phase_bad_rkey(&A);

@@ -114,11 +114,11 @@ static const struct {
     {"HOTBUF_INTRANODE", "0"},
     {"HOTBUF_CONNECT_TIMEOUT", "60"},
     {"HOTBUF_ALLGATHER", "1"},
-    {"HOTBUF_AG_ZCOPY", "8192"},
+    {"HOTBUF_AG_ZCOPY", "131072"},
     {"HOTBUF_AG_DIRECT", "0"},
     {"HOTBUF_AG_CHUNK", "0"},
-    {"HOTBUF_AG_RING", "65536"},
-    {"HOTBUF_AG_BUFFER", "131072"},
+    {"HOTBUF_AG_RING", "131072"},
+    {"HOTBUF_AG_BUFFER", "524288"},
     {"HOTBUF_P2P", "1"},
     {"HOTBUF_P2P_PULL", "auto"},
     {"HOTBUF_P2P_RING", "0"},
@@ -163,9 +163,9 @@ static void test_defaults(void)
     CHECK(cfg.intranode == 0);
     CHECK(cfg.connect_timeout == 60);
     CHECK(cfg.allgather == 1);
-    CHECK_EQ_U64(cfg.ag_zcopy, 8192);
-    CHECK_EQ_U64(cfg.ag_ring, 65536);
-    CHECK_EQ_U64(cfg.ag_buffer, 131072);
+    CHECK_EQ_U64(cfg.ag_zcopy, 131072);
+    CHECK_EQ_U64(cfg.ag_ring, 131072);
+    CHECK_EQ_U64(cfg.ag_buffer, 524288);
 
     /* Every table row has an expectation, and each formats as expected. */
     CHECK_EQ_U64(hb_var_count, NDEFAULTS);
@@ -660,7 +660,7 @@ static void test_shared(void)
     load(&a, &w);
     env_set("HOTBUF_ENABLE", "0");
     env_set("HOTBUF_AG_BUFFER", "16K");
-    env_set("HOTBUF_AG_RING", "1M"); /* larger than a's: a's 64K wins */
+    env_set("HOTBUF_AG_RING", "1M"); /* larger than a's: a's 128K wins */
     load(&b, &w);
     hb_config_shared_pack(&a, va);
     hb_config_shared_pack(&b, vb);
@@ -670,18 +670,18 @@ static void test_shared(void)
     CHECK_EQ_U64(hb_config_shared_apply(&a, min, collect_warn, &w), 3);
     CHECK(a.enable == 0);
     CHECK_EQ_U64(a.ag_buffer, 16384);
-    CHECK_EQ_U64(a.ag_ring, 65536);
-    CHECK_EQ_U64(a.ag_zcopy, 8192);
+    CHECK_EQ_U64(a.ag_ring, 131072);
+    CHECK_EQ_U64(a.ag_zcopy, 131072);
     CHECK(a.intranode == 0 && a.allgather == 1);
     CHECK_EQ_U64(w.n, 3);
     CHECK_STR(w.line[0],
               "HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0");
     CHECK_STR(
         w.line[1],
-        "HOTBUF_AG_RING differs between ranks (65536..1048576); all ranks use 65536");
+        "HOTBUF_AG_RING differs between ranks (131072..1048576); all ranks use 131072");
     CHECK_STR(
         w.line[2],
-        "HOTBUF_AG_BUFFER differs between ranks (16384..131072); all ranks use 16384");
+        "HOTBUF_AG_BUFFER differs between ranks (16384..524288); all ranks use 16384");
     /* the same everywhere: nothing said, nothing changed */
     hb_config_shared_pack(&b, vb);
     memset(&w, 0, sizeof(w));

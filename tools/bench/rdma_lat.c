@@ -10,12 +10,21 @@
  *           pollers run hb_transport_progress meanwhile, as a caller would.
  * write_imm the same with RDMA WRITE WITH IMMEDIATE, each side waiting for
  *           the immediate's receive completion (the notification path).
+ * send      the same with SEND WITH IMMEDIATE into the receive buffers the
+ *           transport posted in advance (recv_bytes = 64 KiB here), each
+ *           side waiting for on_recv, which reads the last byte (as a
+ *           receiver copying out would touch the data); inline up to
+ *           max_inline, as write and write_imm.
+ * send_noinline  the same, never inline (the NIC reads the source buffer).
  * read      rank 0 posts a signaled RDMA READ of SIZE bytes and waits
  *           (hb_transport_wait); one sample = post to completion.  Rank 1
  *           sleeps meanwhile (not spinning in MPI), like perftest's server.
  * reg       ibv_reg_mr / ibv_dereg_mr of 4 KiB .. 4 MiB (pages touched
  *           first), and memcpy of the same size: R, C and R/C, the reuse
  *           count from which registering pays (the paper's n > R/(C-V)).
+ * RDMA_LAT_OPS (comma list; default write,write_imm,send,send_noinline,
+ * read,reg) picks the modes, RDMA_LAT_INLINE the inline size asked for
+ * (default the transport's 64; the INFO line says what the device gave).
  * Output: "RESULT key=value ..." lines (median "typical" as perftest's
  * t_typical, mean "avg", minimum "min", 99th percentile "p99"). */
 #define _GNU_SOURCE
@@ -34,7 +43,8 @@
 
 static int rank;
 static MPI_Comm comm;
-static volatile uint64_t imm_seen;
+static volatile uint64_t imm_seen, recv_seen;
+static volatile uint8_t recv_last; /* last byte of the last SEND received */
 
 static double now_us(void)
 {
@@ -75,6 +85,13 @@ static void on_imm(void *ctx, int peer, uint32_t imm, uint32_t len)
     imm_seen++;
 }
 
+static void on_recv(void *ctx, int peer, uint32_t imm, const void *data,
+                    uint32_t len)
+{
+    recv_last = len ? ((const uint8_t *)data)[len - 1] : 0;
+    recv_seen++;
+}
+
 struct remote {
     uint64_t addr;
     uint32_t rkey, pad;
@@ -86,12 +103,15 @@ static uint8_t *buf; /* [0, MAXSZ): landing area; [MAXSZ, 2 MAXSZ): source */
 static struct remote peer_mem;
 static uint32_t max_inline;
 
+#define NO_INLINE 0x100 /* post(): never inline */
+
 static void post(int op, size_t size, uint32_t imm, unsigned flags,
                  struct hb_tr_op *o)
 {
     int peer = 1 - rank, rc;
-    if (op != HB_TR_READ && size <= max_inline)
+    if (op != HB_TR_READ && size <= max_inline && !(flags & NO_INLINE))
         flags |= HB_TR_F_INLINE;
+    flags &= ~NO_INLINE;
     for (;;) {
         switch (op) {
         case HB_TR_WRITE:
@@ -102,6 +122,10 @@ static void post(int op, size_t size, uint32_t imm, unsigned flags,
             rc = hb_transport_write_imm(t, peer, buf + MAXSZ, size, mr->lkey,
                                         peer_mem.addr, peer_mem.rkey, imm,
                                         flags, o);
+            break;
+        case HB_TR_SEND:
+            rc = hb_transport_send(t, peer, buf + MAXSZ, size, mr->lkey, imm,
+                                   flags, o);
             break;
         default:
             rc = hb_transport_read(t, peer, buf + MAXSZ, size, mr->lkey,
@@ -165,6 +189,46 @@ static void bench_write(size_t size, int iters, int imm)
     PMPI_Barrier(comm);
     if (rank == 0)
         report(imm ? "write_imm" : "write", size, s, iters);
+    free(s);
+}
+
+/* Waits for the next SEND and checks that its last byte is v. */
+static void wait_recv(uint64_t want, uint8_t v)
+{
+    while (recv_seen < want)
+        hb_transport_progress(t);
+    if (recv_last != v) {
+        fprintf(stderr, "rdma_lat: SEND carried %u, want %u\n",
+                (unsigned)recv_last, (unsigned)v);
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    }
+}
+
+static void bench_send(size_t size, int iters, int inl)
+{
+    double *s = malloc(sizeof(double) * (size_t)iters);
+    struct hb_tr_op o;
+    unsigned flags = inl ? 0 : NO_INLINE;
+    PMPI_Barrier(comm);
+    for (int i = -WARM; i < iters; i++) {
+        uint8_t v = (uint8_t)((i & 0x7f) + 1);
+        uint64_t want = recv_seen + 1;
+        buf[MAXSZ + size - 1] = v;
+        if (rank == 0) {
+            double t0 = now_us();
+            post(HB_TR_SEND, size, (uint32_t)i, flags, &o);
+            wait_recv(want, v);
+            if (i >= 0)
+                s[i] = (now_us() - t0) / 2;
+        } else {
+            wait_recv(want, v);
+            post(HB_TR_SEND, size, (uint32_t)i, flags, &o);
+        }
+    }
+    hb_transport_wait(t, &o, NULL, NULL);
+    PMPI_Barrier(comm);
+    if (rank == 0)
+        report(inl ? "send" : "send_noinline", size, s, iters);
     free(s);
 }
 
@@ -249,6 +313,18 @@ static void bench_reg(void)
     }
 }
 
+/* Whether RDMA_LAT_OPS (a comma list; unset: all) names op. */
+static int want(const char *op)
+{
+    const char *l = getenv("RDMA_LAT_OPS");
+    size_t n = strlen(op);
+    for (const char *p = l; p && *p;
+         p += strcspn(p, ",") + (p[strcspn(p, ",")] != 0))
+        if (strncmp(p, op, n) == 0 && (p[n] == ',' || p[n] == 0))
+            return 1;
+    return !l || !*l;
+}
+
 int main(int argc, char **argv)
 {
     MPI_Init(&argc, &argv);
@@ -265,6 +341,11 @@ int main(int argc, char **argv)
     hb_transport_params_default(&p);
     p.device = getenv("RXEVM_DEV") ? getenv("RXEVM_DEV") : "";
     p.on_imm = on_imm;
+    p.on_recv = on_recv;
+    p.recv_bytes = MAXSZ;
+    p.peer_budget += (size_t)p.rq_depth * MAXSZ;
+    if (getenv("RDMA_LAT_INLINE"))
+        p.max_inline = (uint32_t)atoi(getenv("RDMA_LAT_INLINE"));
     char why[256] = "";
     int ok = hb_transport_open(&p, rank, 2, &t, why, sizeof(why)) == 0, all;
     PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_MIN, comm);
@@ -309,13 +390,22 @@ int main(int argc, char **argv)
             "signal_every=%u sq=%u connect_us=%.0f\n",
             in.device, in.port, in.gid_index, in.gid_type, in.active_mtu,
             in.max_inline, in.signal_every, in.sq_depth, now_us() - t0);
-    for (size_t s = 8; s <= MAXSZ; s *= 2)
-        bench_write(s, iters, 0);
-    for (size_t s = 8; s <= MAXSZ; s *= 2)
-        bench_write(s, iters, 1);
-    for (size_t s = 8; s <= MAXSZ; s *= 2)
+    /* the ping-pong modes interleaved size by size: the emulated machine
+     * drifts by tens of percent over a run, so ops compared at one size
+     * must run close together */
+    for (size_t s = 8; s <= MAXSZ; s *= 2) {
+        if (want("write"))
+            bench_write(s, iters, 0);
+        if (want("write_imm"))
+            bench_write(s, iters, 1);
+        if (want("send"))
+            bench_send(s, iters, 1);
+        if (want("send_noinline"))
+            bench_send(s, iters, 0);
+    }
+    for (size_t s = 8; want("read") && s <= MAXSZ; s *= 2)
         bench_read(s, iters);
-    if (rank == 0)
+    if (rank == 0 && want("reg"))
         bench_reg();
     PMPI_Barrier(comm);
     ibv_dereg_mr(mr);

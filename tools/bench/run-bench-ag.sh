@@ -36,7 +36,7 @@ for n in ${BENCH_AG_RANKS:-4 8}; do
         >"$work/ag$n.txt" 2>"$work/ag$n.err" ||
         { echo "bench-allgather failed:"; tail -20 "$work/ag$n.err"; continue; }
     cat "$work/ag$n.txt"
-    python3 - "$work/ag$n.json" <<'PY'
+    python3 - "$work/ag$n.json" "$n" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 a = r["allgather"]
@@ -44,5 +44,15 @@ print("hotbuf's RDMA Allgather: %d of %d calls x ranks; algorithms %s%s" % (
       a["calls_rdma"], r["classes"]["allgather"]["calls"],
       {k: v for k, v in a["algorithms"].items() if v},
       "" if a["calls_rdma"] else "   <== NOT REROUTED"))
+# bench-ag calls on MPI_COMM_WORLD alone: operations per call and rank as
+# each algorithm is designed (recursive doubling log2 p, and a ready record
+# per partner when zero-copy; the ring p-1, and one ready record; direct p-1)
+n, alg = int(sys.argv[2]), a["algorithms"]
+lg = n.bit_length() - 1 if n & (n - 1) == 0 else 0
+want = (alg["rd_copy"] * lg + alg["rd_zcopy"] * 2 * lg + alg["ring_copy"] * (n - 1) +
+        alg["ring_zcopy"] * n + alg["direct"] * (n - 1))
+print("RDMA operations: %d for %d calls x ranks (%.2f per call and rank), as designed: %d%s" % (
+      a["ops"], a["calls_rdma"], a["ops"] / max(a["calls_rdma"], 1), want,
+      "" if a["ops"] == want else "   <== MORE OR FEWER THAN DESIGNED"))
 PY
 done

@@ -12,7 +12,11 @@
 #    vs ib_write_lat (hotbuf runs before and after perftest; the table uses
 #    the mean of its two runs and shows their spread as the noise floor); write_imm: the same with WRITE WITH IMMEDIATE, each
 #    side waiting for the immediate's completion (no perftest twin: shown
-#    against ib_write_lat); read: post + wait vs ib_read_lat.  Typical =
+#    against ib_write_lat); send: SEND WITH IMMEDIATE into receives posted
+#    in advance (inline up to max_inline; send_ni never inline) vs
+#    ib_send_lat; read: post + wait vs ib_read_lat.  rdma_lat runs the
+#    ping-pong modes interleaved size by size, so compare hotbuf's columns
+#    with each other first: perftest runs minutes apart.  Typical =
 #    median (perftest's t_typical); ratio = hotbuf / perftest.
 # 2. reg: ibv_reg_mr and ibv_dereg_mr of 4 KiB .. 4 MiB, memcpy of the same
 #    size, and R/C (how many reuses registration needs to pay off).
@@ -83,8 +87,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$
 echo
 echo "== perftest on the same device ($iters iterations per size)"
 for s in $sizes; do
-    echo "$s $(perf ib_write_lat "$s") $(perf ib_read_lat "$s")" | tee -a "$work/perf.txt" |
-        awk '{ printf "perftest size=%s ib_write_lat min/typical/avg=%s/%s/%s ib_read_lat min/typical/avg=%s/%s/%s\n", $1, $2, $3, $4, $5, $6, $7 }'
+    echo "$s $(perf ib_write_lat "$s") $(perf ib_read_lat "$s") $(perf ib_send_lat "$s")" | tee -a "$work/perf.txt" |
+        awk '{ printf "perftest size=%s ib_write_lat min/typical/avg=%s/%s/%s ib_read_lat min/typical/avg=%s/%s/%s ib_send_lat min/typical/avg=%s/%s/%s\n", $1, $2, $3, $4, $5, $6, $7, $8, $9, $10 }'
 done
 echo
 hb_run 2
@@ -92,16 +96,18 @@ hb_run 2
 echo
 echo "== latency, us (typical = median; hotbuf = mean of its two runs, spread = their"
 echo "   difference; ratio = hotbuf / perftest)"
-printf "%7s | %8s %6s %8s %6s | %8s %6s | %8s %6s %8s %6s\n" size hb_write spread ib_write ratio \
-    hb_wimm ratio hb_read spread ib_read ratio
+printf "%7s | %8s %6s %8s %6s | %8s %6s | %8s %8s %8s %6s | %8s %6s %8s %6s\n" size hb_write spread ib_write ratio \
+    hb_wimm ratio hb_send hb_sndni ib_send ratio hb_read spread ib_read ratio
 for s in $sizes; do
     pwt=$(awk -v s="$s" '$1 == s { print $3 }' "$work/perf.txt")
     prt=$(awk -v s="$s" '$1 == s { print $6 }' "$work/perf.txt")
+    pst=$(awk -v s="$s" '$1 == s { print $9 }' "$work/perf.txt")
     hw=$(hbm write "$s" typical) hi=$(hbm write_imm "$s" typical) hr=$(hbm read "$s" typical)
-    printf "%7s | %8s %6s %8s %6s | %8s %6s | %8s %6s %8s %6s\n" "$s" "${hw:--}" "$(spread write "$s" typical)" \
-        "${pwt:--}" "$(ratio "$hw" "$pwt")" "${hi:--}" "$(ratio "$hi" "$pwt")" "${hr:--}" \
-        "$(spread read "$s" typical)" "${prt:--}" "$(ratio "$hr" "$prt")"
-    echo "BENCH op=lat size=$s hb_write=${hw:-} ib_write_lat=${pwt:-} hb_write_imm=${hi:-} hb_read=${hr:-} ib_read_lat=${prt:-} write_ratio=$(ratio "$hw" "$pwt") write_imm_ratio=$(ratio "$hi" "$pwt") read_ratio=$(ratio "$hr" "$prt")" >>"$work/bench.txt"
+    hs=$(hbm send "$s" typical) hn=$(hbm send_noinline "$s" typical)
+    printf "%7s | %8s %6s %8s %6s | %8s %6s | %8s %8s %8s %6s | %8s %6s %8s %6s\n" "$s" "${hw:--}" "$(spread write "$s" typical)" \
+        "${pwt:--}" "$(ratio "$hw" "$pwt")" "${hi:--}" "$(ratio "$hi" "$pwt")" "${hs:--}" "${hn:--}" "${pst:--}" \
+        "$(ratio "$hs" "$pst")" "${hr:--}" "$(spread read "$s" typical)" "${prt:--}" "$(ratio "$hr" "$prt")"
+    echo "BENCH op=lat size=$s hb_write=${hw:-} ib_write_lat=${pwt:-} hb_write_imm=${hi:-} hb_send=${hs:-} hb_send_noinline=${hn:-} ib_send_lat=${pst:-} hb_read=${hr:-} ib_read_lat=${prt:-} write_ratio=$(ratio "$hw" "$pwt") write_imm_ratio=$(ratio "$hi" "$pwt") send_ratio=$(ratio "$hs" "$pst") read_ratio=$(ratio "$hr" "$prt")" >>"$work/bench.txt"
 done
 
 echo
