@@ -54,8 +54,10 @@ run() {
     local c=build/$mpi/tests/mixed_lang f=build/$mpi/tests/$fprog lib=()
     [ -n "${BASE_LIB:-}" ] && lib=(--lib="$BASE_LIB/libhotbuf-$mpi.so")
     timeout 300 $launch -n 1 $c : -n 1 $f >"$work/$name.plain" 2>&1
+    # HOTBUF_AG_ZCOPY/RING: the 64 KiB Allgather must take the zero-copy
+    # path (the defaults since issue 16 take it copy-based)
     HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=4 HOTBUF_REPORT=both HOTBUF_REPORT_SITES=100 \
-        HOTBUF_REPORT_FILE=$work/$name timeout ${MIXED_TIMEOUT:-600} tools/hotbuf-run "${lib[@]}" -- \
+        HOTBUF_AG_ZCOPY=8K HOTBUF_AG_RING=64K HOTBUF_REPORT_FILE=$work/$name timeout ${MIXED_TIMEOUT:-600} tools/hotbuf-run "${lib[@]}" -- \
         $launch -n 1 $c : -n 1 $f >"$work/$name.out" 2>"$work/$name.err"
     local rc=$?
     if [ $rc = 0 ] && [ "$(grep -c 'wrong 0, 64KiB wrong 0, in place wrong 0; .*get wrong 0; checksum' \
