@@ -88,7 +88,7 @@ if selected model/p2p_pull; then
     fi
 fi
 for v in no_hook count_grant broken_release reset_stamps resend_in_order naive_resend \
-    recover_no_marker migrate_partial grant_marker; do
+    recover_no_marker migrate_partial migrate_forward grant_marker; do
     selected "model/p2p_pull_$v" || continue
     if timeout 300 tests/model/run_spin.sh $v >"$work/p2p-model-$v.log" 2>&1; then
         pass "model/p2p_pull_$v"
@@ -281,6 +281,8 @@ for mpi in openmpi mpich; do
                 $mpi $n pulled p2p_patterns
         done
         HOTBUF_P2P_PULL=after:2 run_pair "$mpi/np$n/pull_after2/p2p_pull" $mpi $n migrated p2p_pull
+        # migration's cancels in an order that keeps MPI's matching order
+        HOTBUF_P2P_PULL=after:3 run_pair "$mpi/np$n/pull_after3/p2p_migrate" $mpi $n migrated p2p_migrate
     done
     # Without progress inside MPI nothing is pulled: p2p_progress would hang
     # (HOTBUF_P2P_UNSAFE_NO_HOOK=1 shows it), so it must run as before.

@@ -141,14 +141,14 @@ static int by_seq(const void *a, const void *b)
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-/* One MPI receive moves into pull: cancel it; if MPI had matched it
- * already, it stays MPI's.  The handle stays allocated either way (a
- * cancelled receive is consumed when the application completes it). */
+/* One cancelled MPI receive moves into pull once its cancel is settled;
+ * if MPI had matched it already, it stays MPI's.  The handle stays
+ * allocated either way (a cancelled receive is consumed when the
+ * application completes it). */
 static void migrate_one(struct p2p_comm *c, struct p2p_req *r)
 {
     int flag = 0, cancelled = 0;
     MPI_Status st;
-    PMPI_Cancel(&r->handle);
     while (PMPI_Request_get_status(r->handle, &flag, &st) == MPI_SUCCESS &&
            !flag)
         ;
@@ -171,7 +171,15 @@ static int migratable(const struct p2p_req *r, const struct p2p_comm *c)
 }
 
 /* MPI's pending receives on c, in posting order: those older than every
- * receive hotbuf will post, so they go first into the matcher. */
+ * receive hotbuf will post, so they go first into the matcher.
+ *
+ * Cancelled newest first: a message MPI matches meanwhile (waiting for a
+ * receive MPI had matched, its data still coming, runs MPI's progress)
+ * then goes to the oldest matching receive MPI still holds, as without
+ * hotbuf.  Oldest first would leave younger
+ * receives in MPI while an older one already waits in hotbuf's matcher,
+ * and a younger one would take the older one's message (a hang or a
+ * wrong match; tests/model/p2p_pull.pml, variant migrate_forward). */
 static void migrate(struct p2p_comm *c)
 {
     struct p2p_req *r, *tmp, **v;
@@ -184,6 +192,8 @@ static void migrate(struct p2p_comm *c)
     if (migratable(r, c))
         v[i++] = r;
     qsort(v, n, sizeof(*v), by_seq);
+    for (i = n; i-- > 0;)
+        PMPI_Cancel(&v[i]->handle);
     for (i = 0; i < n; i++)
         migrate_one(c, v[i]);
     free(v);

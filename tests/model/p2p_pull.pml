@@ -49,6 +49,9 @@
  *   RECOVER_NO_MARKER  after the QP error, MPI sends without the marker
  *                  rule (§5.4/§5.6 read literally): a resent record is
  *                  overtaken and never released.
+ *   MIGRATE_FORWARD  migration cancels and moves one receive at a time,
+ *                  oldest first: a younger receive still in PMPI takes a
+ *                  message that an older, migrated one matches (N2).
  *   MIGRATE_PARTIAL  migrate only the receives from A or ANY_SOURCE, as
  *                  §5.7 step 3 says, instead of every receive on c, as
  *                  shim/p2p/p2p_comm.c does: N2 fails when a migrated
@@ -121,9 +124,11 @@ byte m_st[NM];
 #define R_MANAGED 2 /* hotbuf's, pending */
 #define R_DONE 3
 #define R_CANCELLED 4
+#define R_MIGRATING 5 /* cancelled in PMPI, not yet in hotbuf's matcher */
 byte rv_src[NR], rv_tag[NR], rv_st[NR], rv_msg[NR];
 byte nposted;
-#define PENDING(r) (rv_st[r] == R_LEGACY || rv_st[r] == R_MANAGED)
+#define PENDING(r) (rv_st[r] == R_LEGACY || rv_st[r] == R_MANAGED || \
+                    rv_st[r] == R_MIGRATING)
 #define PM(s, t, m) (((s) == ANY || (s) == MSRC(m)) && ((t) == ANY || (t) == m_tag[m]))
 #define RMATCH(r, m) PM(rv_src[r], rv_tag[r], m)
 
@@ -375,27 +380,49 @@ inline ux_find(s, t) {
 #define PROBE_READY(s, t) ((pull && UXH(s, t)) || (!pull && MQH(s, t)))
 
 /* ---- B: entering pull, migration, grant (wrapper entry only) ----------- */
-/* Every receive still posted to PMPI on c is cancelled, in posting order,
- * and becomes hotbuf's with its posting order (§5.7 step 3).  MPI's
- * matching is atomic here, so a pending PMPI receive is unmatched and its
- * cancel succeeds; a matched one is simply not pending any more. */
-inline enter_pull() {
-    printf("B: c enters pull, PMPI receives migrated\n");
-    pull = 1;
-    k = 0;
-    do
-    :: k < NR ->
-        if
+/* Every receive still posted to PMPI on c becomes hotbuf's with its
+ * posting order (§5.7 step 3), as shim/p2p/p2p_comm.c does it: each is
+ * cancelled, newest first; then, oldest first, each cancel is waited for
+ * and a cancelled receive enters hotbuf's matcher (taking the earliest
+ * unexpected message it matches).  A matched one is not pending any more.
+ * Waiting runs MPI's progress (a matched receive's data may still be
+ * coming), so messages arrive, and hotbuf may claim, between any two of
+ * these steps; c is pulled from the first one.  MIGRATE_FORWARD cancels
+ * and moves one receive at a time, oldest first, as hotbuf first did.  mk
+ * is AppB's (the only caller). */
 #ifdef MIGRATE_PARTIAL
-        :: rv_st[k] == R_LEGACY && rv_src[k] != SC -> rv_st[k] = R_MANAGED
+#define MIGRATES(r) (rv_st[r] == R_LEGACY && rv_src[r] != SC)
 #else
-        :: rv_st[k] == R_LEGACY -> rv_st[k] = R_MANAGED
+#define MIGRATES(r) (rv_st[r] == R_LEGACY)
 #endif
-        :: else -> skip
-        fi;
-        k++
+inline adopt(rr) {
+    ux_find(rv_src[rr], rv_tag[rr]);
+    rv_st[rr] = R_MANAGED;
+    if
+    :: found != NONE -> it = ux[found]; ux_del(found); do_match(it, rr); hot_ack(it)
+    :: else -> skip
+    fi;
+    it = 0
+}
+
+inline enter_pull() {
+    atomic { printf("B: c enters pull, PMPI receives migrated\n"); pull = 1; mk = 0 };
+#ifdef MIGRATE_FORWARD
+    do
+    :: mk < NR -> atomic { if :: MIGRATES(mk) -> adopt(mk) :: else -> skip fi; mk++ }
     :: else -> break
     od
+#else
+    mk = NR;
+    do
+    :: mk > 0 -> atomic { mk--; if :: MIGRATES(mk) -> rv_st[mk] = R_MIGRATING :: else -> skip fi }
+    :: else -> break
+    od;
+    do
+    :: mk < NR -> atomic { if :: rv_st[mk] == R_MIGRATING -> adopt(mk) :: else -> skip fi; mk++ }
+    :: else -> break
+    od
+#endif
 }
 
 #ifdef COUNT_GRANT
@@ -403,7 +430,6 @@ inline enter_pull() {
  * REQ counted (and no PMPI receive could match A: migration). */
 #define GRANT_OK (req && bA == B_MPI && a_mpi_matched >= req_cnt)
 inline grant() {
-    if :: !pull -> enter_pull() :: else -> skip fi;
     printf("B: GRANT (count)\n");
     bA = B_LIVE;
     granted = 1
@@ -411,7 +437,6 @@ inline grant() {
 #else
 #define GRANT_OK (req && bA == B_MPI)
 inline grant() {
-    if :: !pull -> enter_pull() :: else -> skip fi;
     printf("B: GRANT\n");
     bA = B_PRE;
     granted = 1
@@ -422,13 +447,7 @@ inline grant() {
 inline post(rr) {
     printf("B: post recv %d (src %d, tag %d; 2 = ANY)\n", rr, rv_src[rr], rv_tag[rr]);
     if
-    :: pull ->
-        ux_find(rv_src[rr], rv_tag[rr]);
-        rv_st[rr] = R_MANAGED;
-        if
-        :: found != NONE -> it = ux[found]; ux_del(found); do_match(it, rr); hot_ack(it)
-        :: else -> skip
-        fi
+    :: pull -> adopt(rr)
     :: else -> /* PMPI_Irecv: MPI takes the earliest queued match, any sender */
         mpi_find(rv_src[rr], rv_tag[rr]);
         rv_st[rr] = R_LEGACY;
@@ -763,13 +782,13 @@ inline pick(s, t) {
 #endif
 
 active proctype AppB() {
-    byte r = NONE, ps, pt, pm = NONE;
+    byte r = NONE, ps, pt, pm = NONE, mk;
     bit cancelled, coll_done;
     do
     /* wrapper entries that change hotbuf's state */
-    :: atomic { GRANT_OK -> grant() }
+    :: GRANT_OK -> if :: !pull -> enter_pull() :: else -> skip fi; atomic { grant() }
 #ifndef NO_PULL_MODE
-    :: atomic { !pull -> enter_pull() } /* HOTBUF_P2P_PULL=all / after:N */
+    :: !pull -> enter_pull() /* HOTBUF_P2P_PULL=all / after:N */
 #endif
     /* Irecv (a blocking Recv is an Irecv followed by the final wait, or the
      * Recv after a Probe below) */
@@ -793,8 +812,11 @@ end_probe:
             printf("B: Probe -> msg %d\n", pm);
             ps = 0; pt = 0 };
         /* the Recv's wrapper entry may grant first */
+        if
+        :: GRANT_OK -> if :: !pull -> enter_pull() :: else -> skip fi; atomic { grant() }
+        :: true -> skip
+        fi;
         atomic {
-            if :: GRANT_OK -> grant() :: true -> skip fi;
             r = nposted; nposted++;
             rv_src[r] = MSRC(pm); rv_tag[r] = m_tag[pm];
             post(r) };

@@ -64,6 +64,7 @@ runs=(
     "naive_resend|fail|$fault -DNAIVE_RESEND"
     "recover_no_marker|fail|$fault -DRECOVER_NO_MARKER"
     "migrate_partial|fail|$probe -DMIGRATE_PARTIAL"
+    "migrate_forward|fail|$order -DMIGRATE_FORWARD"
 )
 
 wanted() { # run name: selected by the arguments?

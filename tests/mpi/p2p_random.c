@@ -367,6 +367,8 @@ typedef struct {
 
 static unsigned long now_seed; /* for the message of a failed call */
 static int now_phase;
+static const char *now_step = "start"; /* where a hang is: step of run_phase */
+static int now_rank;
 
 /* A seed takes well under a second: one stuck for a minute is a hang (a
  * lost or wrongly matched message); say where and stop. */
@@ -377,8 +379,9 @@ static void watchdog(int sig)
     (void)sig;
     char line[128];
     int n =
-        snprintf(line, sizeof(line), "p2p_random: HANG in seed %lu phase %d\n",
-                 now_seed, now_phase);
+        snprintf(line, sizeof(line),
+                 "p2p_random: HANG in seed %lu phase %d (rank %d, %s)\n",
+                 now_seed, now_phase, now_rank, now_step);
     if (write(2, line, (size_t)n) < 0)
         _exit(4);
     _exit(4);
@@ -1168,6 +1171,7 @@ static void run_phase(result_t *res, int wrank, int wsize)
         memset(live[k].buf, 0xee, bytes);
     }
     /* 1: receives posted before the sends */
+    now_step = "1: early receives";
     MPI_Request starts[MAXOPS];
     int nstart = 0, batch[65] = {0};
     for (int k = 0; k < s.nop; k++) {
@@ -1187,9 +1191,11 @@ static void run_phase(result_t *res, int wrank, int wsize)
     if (nstart)
         check(MPI_Startall(nstart, starts), "Startall");
     /* 2: ready sends need every early receive posted */
+    now_step = "2: barrier";
     if (s.has_rsend)
         check(MPI_Barrier(comm), "Barrier");
     /* 3: the sends, in schedule order */
+    now_step = "3: sends";
     int *sbuf[MAXOPS];
     for (int i = 0; i < s.nmsg; i++) {
         const msg_t *m = &s.msg[i];
@@ -1207,12 +1213,14 @@ static void run_phase(result_t *res, int wrank, int wsize)
         do_send(m, b, comm, &pd);
     }
     /* 4: receives posted after the sends */
+    now_step = "4: late receives";
     for (int k = 0; k < s.nop; k++)
         if (!s.op[k].early)
             do_late(res, &s, k, &s.op[k], &live[k], comm, &pd);
     /* 5: completion; the communicator may be freed first (legal) */
     int free_early = comm != MPI_COMM_WORLD && rnd(&w, 2);
     ctx_t c = {res, &s, live};
+    now_step = "5: completion";
     complete_truncated(&c, &pd, &local);
     if (free_early)
         check(MPI_Comm_free(&comm), "Comm_free");
@@ -1233,14 +1241,18 @@ static void run_phase(result_t *res, int wrank, int wsize)
         free(sbuf[i]);
     free(s.msg);
     /* 6: wildcard receives from every rank, on a communicator of their own */
+    now_step = "6: fan-in";
     if (rnd(&w, 2) == 0)
         fan_in(res, &w, wrank, wsize);
     /* 7: Sendrecv around a ring */
+    now_step = "7: ring";
     if (rnd(&w, 2) == 0)
         ring(res, &w, wrank, wsize);
     /* 8: a cancelled send */
+    now_step = "8: cancelled send";
     if (rnd(&w, 3) == 0)
         cancel_send(res, &w, wrank, wsize);
+    now_step = "9: barrier";
     check(MPI_Barrier(MPI_COMM_WORLD), "Barrier");
 }
 
@@ -1249,6 +1261,7 @@ int main(int argc, char **argv)
     MPI_Init(&argc, &argv);
     int rank, size;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    now_rank = rank;
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 3 || size > 64) {
         if (rank == 0)
