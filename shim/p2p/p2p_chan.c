@@ -71,9 +71,11 @@ static struct {
     int nrx;
     struct p2p_msg *in_slot; /* the record being processed, still in its slot */
     /* test switches: a QP error before record number fault_at (0: never);
-     * the region's budget (0: what the peer's budget leaves) */
+     * the region's budget (0: what the peer's budget leaves); credits held
+     * until a bucket is all free (the sender runs out: sends go by MPI) */
     uint64_t fault_at, records;
     uint64_t test_budget;
+    int hold_credits;
 } ch;
 
 static struct p2p_peer *peer(int w)
@@ -123,11 +125,24 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     const char *budget = getenv("HOTBUF_TEST_P2P_BUDGET");
     ch.fault_at = fault ? strtoull(fault, NULL, 10) : 0;
     ch.test_budget = budget ? strtoull(budget, NULL, 10) : 0;
+    ch.hold_credits = getenv("HOTBUF_TEST_P2P_HOLD_CREDITS") != NULL;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
     ch.rxlist = calloc((size_t)ctx->size, sizeof(*ch.rxlist));
     if (!p2p.peers || !ch.rxlist)
         return -1;
     return hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_P2P, on_imm, NULL);
+}
+
+/* The report's figures of a channel, once it is no longer used. */
+static void count_peer(const struct p2p_peer *p)
+{
+    p2p.stats.chans += (uint64_t)(p->region != NULL) + (p->stage != NULL);
+    p2p.stats.chan_bytes += (uint64_t)p->charged;
+    for (int b = 0; p->rx_up && b < p->rl.nbuckets; b++) {
+        p2p.stats.slot_recs[b] += p->srx.freed[b];
+        p2p.stats.slot_msg_bytes[b] += p->srx.msg_bytes[b];
+        p2p.stats.slot_cap_bytes[b] += p->srx.freed[b] * p->rl.cap[b];
+    }
 }
 
 static void free_peer(int w, struct p2p_peer *p)
@@ -159,8 +174,10 @@ void hb_p2p_chan_stop(void)
 {
     if (ch.rdma && ch.tr)
         hb_rdma_imm_register(ch.rdma, HB_IMM_CLASS_P2P, NULL, NULL);
-    for (int w = 0; p2p.peers && w < ch.size; w++)
+    for (int w = 0; p2p.peers && w < ch.size; w++) {
+        count_peer(peer(w));
         free_peer(w, peer(w));
+    }
     free(p2p.peers);
     free(ch.rxlist);
     p2p.peers = NULL;
@@ -224,6 +241,7 @@ static int rx_make(int w, struct p2p_peer *p)
     if (!p->region)
         return -1;
     hb_slot_rx_init(&p->srx, &p->rl);
+    p->srx.hold = ch.hold_credits;
     ch.rxlist[ch.nrx++] = w;
     p->rx_up = 1;
     return 0;

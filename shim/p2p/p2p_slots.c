@@ -106,7 +106,9 @@ void hb_slot_rx_free(struct hb_slot_rx *rx, int bucket, uint32_t bytes)
 int hb_slot_rx_credit_due(struct hb_slot_rx *rx, int bucket, uint64_t *freed)
 {
     uint64_t pending = rx->freed[bucket] - rx->credited[bucket];
-    if (!pending || 2 * pending < rx->l->count[bucket])
+    uint64_t due =
+        rx->hold ? rx->l->count[bucket] : (rx->l->count[bucket] + 1) / 2;
+    if (!pending || pending < due)
         return 0;
     *freed = rx->credited[bucket] = rx->freed[bucket];
     return 1;

@@ -65,6 +65,7 @@ struct hb_slot_rx {
     uint64_t freed[HB_SLOT_BUCKETS];
     uint64_t credited[HB_SLOT_BUCKETS]; /* last value sent back */
     uint64_t msg_bytes[HB_SLOT_BUCKETS];
+    int hold; /* test switch: credit only once every slot is free */
 };
 
 void hb_slot_rx_init(struct hb_slot_rx *rx, const struct hb_slot_layout *l);
@@ -78,7 +79,8 @@ int hb_slot_rx_locate(const struct hb_slot_rx *rx, uint64_t offset,
 void hb_slot_rx_free(struct hb_slot_rx *rx, int bucket, uint32_t bytes);
 
 /* Whether bucket's credit is worth sending now (half its slots or more
- * freed since the last credit), and the value to send; marks it sent. */
+ * freed since the last credit; all of them under hold), and the value to
+ * send; marks it sent. */
 int hb_slot_rx_credit_due(struct hb_slot_rx *rx, int bucket, uint64_t *freed);
 
 /* Message bytes / slot capacity bytes of the slots freed in bucket, in

@@ -22,6 +22,53 @@ static void merge(void *acc, const void *rec)
     a->unexp_hwm = hwm;
 }
 
+/* Receive slots by bucket: records, capacity, message bytes / slot bytes
+ * (every channel has the same layout, so capacity = slot bytes / records). */
+static double utilization(const struct hb_p2p_summary *m, int b)
+{
+    return m->slot_cap_bytes[b] ? 100.0 * (double)m->slot_msg_bytes[b] /
+                                      (double)m->slot_cap_bytes[b]
+                                : 0.0;
+}
+
+static void slots_text(FILE *out, const struct hb_p2p_summary *m)
+{
+    if (!m->chans)
+        return;
+    fprintf(out, "  channels: %llu, %llu B registered (%llu B each)",
+            (unsigned long long)m->chans, (unsigned long long)m->chan_bytes,
+            (unsigned long long)(m->chan_bytes / m->chans));
+    const char *sep = "; slots used (capacity: records, utilization): ";
+    for (int b = 0; b < HB_SLOT_BUCKETS; b++) {
+        if (!m->slot_recs[b])
+            continue;
+        fprintf(out, "%s%llu B: %llu, %.0f%%", sep,
+                (unsigned long long)(m->slot_cap_bytes[b] / m->slot_recs[b]),
+                (unsigned long long)m->slot_recs[b], utilization(m, b));
+        sep = "; ";
+    }
+    fprintf(out, "\n");
+}
+
+static void slots_json(FILE *out, const struct hb_p2p_summary *m)
+{
+    const char *sep = "";
+    fprintf(out, ", \"slots\": [");
+    for (int b = 0; b < HB_SLOT_BUCKETS; b++) {
+        if (!m->slot_recs[b])
+            continue;
+        fprintf(out,
+                "%s{\"capacity\": %llu, \"records\": %llu, "
+                "\"msg_bytes\": %llu, \"utilization\": %.1f}",
+                sep,
+                (unsigned long long)(m->slot_cap_bytes[b] / m->slot_recs[b]),
+                (unsigned long long)m->slot_recs[b],
+                (unsigned long long)m->slot_msg_bytes[b], utilization(m, b));
+        sep = ", ";
+    }
+    fprintf(out, "]");
+}
+
 /* Part 2: pairs and the ring, when any pair was asked for. */
 static void ring_text(FILE *out, const struct hb_p2p_summary *m)
 {
@@ -43,6 +90,7 @@ static void ring_text(FILE *out, const struct hb_p2p_summary *m)
         (unsigned long long)m->ring_zcopy, (unsigned long long)m->live_by_mpi,
         (unsigned long long)m->markers_out, (unsigned long long)m->ring_resends,
         (unsigned long long)m->ring_credits);
+    slots_text(out, m);
 }
 
 #define RING_JSON(f, key)                                                      \
@@ -57,6 +105,7 @@ static void ring_json(FILE *out, const struct hb_p2p_summary *m)
     fprintf(out, ", \"grants_refused\": ");
     hb_report_json_counts(out, m->grants_refused, 0, HB_P2P_NREFUSALS,
                           refusal_names);
+    slots_json(out, m);
     fprintf(out, "}");
 }
 

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "report/report.h"
+#include "p2p_slots.h"
 
 /* Why a communicator that was asked about stayed off pull: enum, name in
  * the report (HB_REPORT_ENUM).  Counted once per communicator. */
@@ -53,7 +54,9 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_dups, "ring_dups")         /* duplicates dropped (after a fault) */ \
     _(ring_resends, "resends")        /* records resent by MPI (sender) */     \
     _(ring_resent_in, "resent_in")    /* RESENDs received */                   \
-    _(ring_credits, "credits")        /* credit immediates sent */
+    _(ring_credits, "credits")        /* credit immediates sent */             \
+    _(chans, "channels")              /* channels made (either direction) */   \
+    _(chan_bytes, "channel_bytes")    /* their registered memory, charged */
 
 #define HB_P2P_COUNTER_FIELD(f, key) uint64_t f;
 
@@ -75,6 +78,11 @@ struct hb_p2p_summary {
     HB_P2P_RING_COUNTERS(HB_P2P_COUNTER_FIELD)
     uint64_t pairs_refused[HB_P2P_NREFUSALS];  /* sender: refused, by why */
     uint64_t grants_refused[HB_P2P_NREFUSALS]; /* receiver: refused */
+    /* receive slots by bucket, over every channel: records copied out,
+     * their bytes, and the slot capacity they held (utilization) */
+    uint64_t slot_recs[HB_SLOT_BUCKETS];
+    uint64_t slot_msg_bytes[HB_SLOT_BUCKETS];
+    uint64_t slot_cap_bytes[HB_SLOT_BUCKETS];
 };
 
 extern const struct hb_report_section hb_p2p_section;

@@ -111,7 +111,7 @@ RUN_TIMEOUT=600 run_prog progress_hook tests/rdma/progress_hook.sh
 #    Hot MPI_Send on hotbuf's own channels (point-to-point part 2,
 #    HOTBUF_P2P_RING=1): a ping-pong and a halo exchange, results as plain
 #    MPI, every hot send on a live pair zero-copy.
-RUN_TIMEOUT=900 run_prog p2p_ring tests/rdma/p2p_ring.sh
+RUN_TIMEOUT=1800 run_prog p2p_ring tests/rdma/p2p_ring.sh
 
 # 8. MPI_Allgather on hotbuf's RDMA: bit-identical to PMPI_Allgather at
 #    2, 3, 4 and 8 ranks (both algorithms, copy-based and zero-copy).

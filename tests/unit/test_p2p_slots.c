@@ -73,6 +73,7 @@ static int random_run(unsigned seed)
         return 0; /* too small a budget: the pair stays on MPI */
     hb_slot_tx_init(&tx, &l);
     hb_slot_rx_init(&rx, &l);
+    rx.hold = (int)rnd(&s, 2); /* the test switch: credits when all free */
     char *busy = calloc(l.bytes, 1); /* a record sits at this offset */
     uint64_t off[MAXREC];
     uint32_t len[MAXREC];

@@ -1,7 +1,7 @@
 /* Unit test of the point-to-point report section (shim/p2p/p2p_stats.c):
  * records of several ranks merge by sum, except the unexpected store's
  * high-water mark (the largest); text and JSON name every reason pull
- * was off. */
+ * was off, and give the ring's channels and slot utilization by bucket. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,6 +28,14 @@ int main(void)
     r1.comms_off[HB_P2P_OFF_INTERCOMM] = 1, r1.unexp_hwm = 7, r1.migrated = 1;
     r2.comms_seen = 2, r2.comms_pulled = 1, r2.claimed = 5;
     r2.comms_off[HB_P2P_OFF_NO_HOOK] = 1, r2.unexp_hwm = 4;
+    /* two channels of 28 KiB; bucket 1 (1 KiB slots): 3 + 1 records of
+     * 2560 B in all: 62.5% of 4 KiB */
+    r1.grants = 1, r1.chans = 1, r1.chan_bytes = 28672;
+    r2.pairs_asked = 1, r2.chans = 1, r2.chan_bytes = 28672;
+    r1.slot_recs[1] = 3, r1.slot_msg_bytes[1] = 2000,
+    r1.slot_cap_bytes[1] = 3072;
+    r2.slot_recs[1] = 1, r2.slot_msg_bytes[1] = 560,
+    r2.slot_cap_bytes[1] = 1024;
     s->merge(&a, &r1);
     s->merge(&a, &r2);
     CHECK_EQ_U64(a.comms_seen, 5);
@@ -44,6 +52,11 @@ int main(void)
     CHECK(strstr(j, "\"pulled\": 3") != NULL);
     CHECK(strstr(j, "\"unexpected_hwm\": 7") != NULL);
     CHECK(strstr(j, "\"intercomm\": 1") != NULL);
+    CHECK(strstr(t, "channels: 2, 57344 B registered (28672 B each)") != NULL);
+    CHECK(strstr(t, "1024 B: 4, 62%") != NULL);
+    CHECK(strstr(j, "\"channels\": 2, \"channel_bytes\": 57344") != NULL);
+    CHECK(strstr(j, "\"slots\": [{\"capacity\": 1024, \"records\": 4, "
+                    "\"msg_bytes\": 2560, \"utilization\": 62.5}]") != NULL);
     CHECK(j[0] == '{' && j[strlen(j) - 1] == '}');
     free(t);
     free(j);
