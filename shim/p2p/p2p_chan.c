@@ -133,18 +133,6 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     return hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_P2P, on_imm, NULL);
 }
 
-/* The report's figures of a channel, once it is no longer used. */
-static void count_peer(const struct p2p_peer *p)
-{
-    p2p.stats.chans += (uint64_t)(p->region != NULL) + (p->stage != NULL);
-    p2p.stats.chan_bytes += (uint64_t)p->charged;
-    for (int b = 0; p->rx_up && b < p->rl.nbuckets; b++) {
-        p2p.stats.slot_recs[b] += p->srx.freed[b];
-        p2p.stats.slot_msg_bytes[b] += p->srx.msg_bytes[b];
-        p2p.stats.slot_cap_bytes[b] += p->srx.freed[b] * p->rl.cap[b];
-    }
-}
-
 static void free_peer(int w, struct p2p_peer *p)
 {
     if (p->stage_mr)
@@ -174,10 +162,8 @@ void hb_p2p_chan_stop(void)
 {
     if (ch.rdma && ch.tr)
         hb_rdma_imm_register(ch.rdma, HB_IMM_CLASS_P2P, NULL, NULL);
-    for (int w = 0; p2p.peers && w < ch.size; w++) {
-        count_peer(peer(w));
+    for (int w = 0; p2p.peers && w < ch.size; w++)
         free_peer(w, peer(w));
-    }
     free(p2p.peers);
     free(ch.rxlist);
     p2p.peers = NULL;
@@ -223,6 +209,7 @@ static int charge(int w, struct p2p_peer *p, size_t bytes)
     if (hb_transport_charge(ch.tr, w, (long)bytes))
         return -1;
     p->charged += (long)bytes;
+    p2p.stats.chan_bytes += bytes;
     return 0;
 }
 
@@ -243,6 +230,7 @@ static int rx_make(int w, struct p2p_peer *p)
     hb_slot_rx_init(&p->srx, &p->rl);
     p->srx.hold = ch.hold_credits;
     ch.rxlist[ch.nrx++] = w;
+    p2p.stats.chans++;
     p->rx_up = 1;
     return 0;
 }
@@ -272,6 +260,7 @@ static int tx_make(int w, struct p2p_peer *p)
     p->stage = alloc_registered(stage_bytes(), &p->stage_mr);
     if (!p->stage)
         return -1;
+    p2p.stats.chans++;
     hb_pp_peer_init(&p->pp);
     return 0;
 }
@@ -564,6 +553,9 @@ static void drain_peer(int w, struct p2p_peer *p)
             return;
         }
         hb_slot_rx_free(&p->srx, b, h->nbytes);
+        p2p.stats.slot_recs[b]++;
+        p2p.stats.slot_msg_bytes[b] += h->nbytes;
+        p2p.stats.slot_cap_bytes[b] += p->rl.cap[b];
         send_credit(w, p, b);
     }
 }

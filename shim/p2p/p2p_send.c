@@ -98,7 +98,8 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
                 int dest, int tag, MPI_Comm comm, MPI_Request *req)
 {
     struct p2p_txpair *tp = pair_of(comm, dest);
-    int hot = hb_tracker_call_hot(hb_track_last);
+    struct hb_entry *e = hb_track_last;
+    int hot = hb_tracker_call_hot(e);
     hb_track_last = NULL;
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
@@ -107,8 +108,12 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
         mode == HB_P2P_SEND ? by_ring(tp, buf, count, type, tag, hot) : -1;
     p2p.stats.hot_missed +=
         hot && ring != 1 && tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
-    if (ring >= 0)
+    if (ring >= 0) {
+        uint16_t site = hb_tracker_call_site(e);
+        if (site != 0xffff)
+            hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, site);
         return MPI_SUCCESS;
+    }
     mpi_on_pair(tp);
     maybe_ask(tp, hot);
     return pmpi_send(mode, buf, count, type, dest, tag, comm, req);

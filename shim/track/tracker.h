@@ -247,7 +247,15 @@ static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op,
         t->cls[op].zero_calls++;
 }
 
-/* A call at site that hotbuf moved itself (RMA, Allgather) instead of MPI. */
+/* The site of the call e was just recorded for, when the entry knows it
+ * (armed: HOTBUF_CALLSITE_DEPTH <= 1), else 0xffff (no site). */
+static inline uint16_t hb_tracker_call_site(const struct hb_entry *e)
+{
+    return e && e->p_ret != HB_NO_RET ? e->p_site : 0xffff;
+}
+
+/* A call at site that hotbuf moved itself (RMA, Allgather, point-to-point)
+ * instead of MPI. */
 static inline void hb_tracker_count_rerouted(struct hb_tracker *t, unsigned op,
                                              uint16_t site_id)
 {

@@ -226,9 +226,34 @@ static void differential(int depth, uint64_t max_entries, uint32_t fixed,
     hb_tracker_destroy(&b);
 }
 
+/* The site of the call just recorded (the send path counts a rerouted
+ * send there): known at depth 1, from the entry, not at depth 3. */
+static void test_call_site(void)
+{
+    struct hb_tracker t;
+    CHECK(init(&t, 1, 1 << 20, 3, 16) == 0);
+    struct hb_entry *e =
+        hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_A);
+    CHECK_EQ_U64(hb_tracker_call_site(e),
+                 hb_tracker_site(&t, HB_OP_SEND, SITE_A));
+    e = hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_A); /* pending */
+    CHECK_EQ_U64(hb_tracker_call_site(e),
+                 hb_tracker_site(&t, HB_OP_SEND, SITE_A));
+    e = hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_B);
+    CHECK_EQ_U64(hb_tracker_call_site(e),
+                 hb_tracker_site(&t, HB_OP_SEND, SITE_B));
+    CHECK_EQ_U64(hb_tracker_call_site(NULL), 0xffff);
+    hb_tracker_destroy(&t);
+    CHECK(init(&t, 3, 1 << 20, 3, 16) == 0);
+    e = hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_A);
+    CHECK_EQ_U64(hb_tracker_call_site(e), 0xffff);
+    hb_tracker_destroy(&t);
+}
+
 int main(void)
 {
     test_known();
+    test_call_site();
     for (uint64_t seed = 1; seed <= 20; seed++) {
         differential(1, 1 << 20, 5, seed, 20000);
         differential(1, 1 << 20, 0, seed, 20000); /* from the cost model */
