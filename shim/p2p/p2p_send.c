@@ -9,9 +9,12 @@
  * receiver's merge restores the send order.  A send on a pair that is not
  * live goes to MPI unchanged, and asks for a grant when its call is hot.
  *
- * What goes by ring today: MPI_Send only (it waits for its record's RC
- * completion, so its buffer and the staging area are free on return).
- * Ssend, Rsend, Bsend, the nonblocking forms and persistent sends go by
+ * What goes by ring today: MPI_Send, and MPI_Rsend as a Send (MPI allows
+ * it: the receive is posted, and a ready send that found none would be
+ * erroneous either way).  Each waits for its record's RC completion, so
+ * its buffer and the staging area are free on return.  Ssend (it needs
+ * the receiver's match acknowledgement), Bsend (the attached buffer's
+ * accounting), the nonblocking forms and persistent sends go by
  * MPI with the pair's bookkeeping: a persistent send is remembered at its
  * init call and counted at each Start, where its message enters MPI's
  * order. */
@@ -104,8 +107,9 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
     tp->sends++;
-    int ring =
-        mode == HB_P2P_SEND ? by_ring(tp, buf, count, type, tag, hot) : -1;
+    int ring = mode == HB_P2P_SEND || mode == HB_P2P_RSEND
+                   ? by_ring(tp, buf, count, type, tag, hot)
+                   : -1;
     p2p.stats.hot_missed +=
         hot && ring != 1 && tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
     if (ring >= 0) {
