@@ -25,8 +25,8 @@ extern const struct hb_regcache_ops hb_regcache_verbs_watched_ops;
 int hb_regcache_verbs_access(void);
 
 /* Pinned-bytes cap for the cache: its share of RLIMIT_MEMLOCK (three
- * quarters, util/memlock.h), so the transport's own queues and control
- * area still fit; 0 (no cap) when the limit is infinite or the process may
+ * eighths, util/memlock.h), so the transport's own queues and control
+ * area still fit and half the limit stays the MPI's own; 0 (no cap) when the limit is infinite or the process may
  * exceed it (CAP_IPC_LOCK). */
 size_t hb_regcache_default_max_bytes(void);
 

@@ -33,8 +33,8 @@
  * UD QP (32 x 128 B + 128 x 16 B = 6 KiB) and the CQ's base entries for it
  * (160 x 64 B = 10 KiB): 40 KiB.  On a real NIC queues and CQ are pinned
  * memory as well; the memlock check asks that these 40 KiB fit in the
- * transport's share of RLIMIT_MEMLOCK (util/memlock.h: the quarter the
- * registration cache leaves), i.e. a limit >= 160 KiB.
+ * transport's share of RLIMIT_MEMLOCK (util/memlock.h: the eighth the
+ * registration cache and the MPI leave), i.e. a limit >= 320 KiB.
  * soft-RoCE keeps its queues in kernel memory (256-B send WQE slots), so
  * the model overstates nothing that matters there.
  *
@@ -601,7 +601,7 @@ int hb_transport_open(const struct hb_transport_params *params, int rank,
         hb_why(
             why, len,
             "RLIMIT_MEMLOCK is %zu KiB: the transport pins %zu KiB (control area, queues) and needs "
-            "them in the quarter the registration cache leaves, so at least %zu KiB (ulimit -l)",
+            "them in the eighth the registration cache and the MPI leave, so at least %zu KiB (ulimit -l)",
             limit / 1024, constant_pinned() / 1024,
             hb_memlock_limit_for_transport(constant_pinned()) / 1024);
         goto fail;

@@ -6,8 +6,10 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* The cache's share is CACHE_PARTS of PARTS; the transport has the rest. */
-#define PARTS 4
+/* hotbuf's share is HOTBUF_PARTS of PARTS (the MPI keeps the rest); of it
+ * the cache has CACHE_PARTS, the transport what is left. */
+#define PARTS 8
+#define HOTBUF_PARTS 4
 #define CACHE_PARTS 3
 
 int hb_memlock_can_exceed(void)
@@ -30,6 +32,11 @@ size_t hb_memlock_limit(void)
     return rl.rlim_cur ? (size_t)rl.rlim_cur : 1;
 }
 
+size_t hb_memlock_hotbuf_share(size_t limit)
+{
+    return limit / PARTS * HOTBUF_PARTS;
+}
+
 size_t hb_memlock_cache_share(size_t limit)
 {
     return limit / PARTS * CACHE_PARTS;
@@ -37,10 +44,11 @@ size_t hb_memlock_cache_share(size_t limit)
 
 size_t hb_memlock_transport_share(size_t limit)
 {
-    return limit - hb_memlock_cache_share(limit);
+    return hb_memlock_hotbuf_share(limit) - hb_memlock_cache_share(limit);
 }
 
 size_t hb_memlock_limit_for_transport(size_t pinned)
 {
-    return pinned * PARTS / (PARTS - CACHE_PARTS);
+    size_t parts = HOTBUF_PARTS - CACHE_PARTS;
+    return (pinned + parts - 1) / parts * PARTS;
 }

@@ -143,15 +143,27 @@ int main(int argc, char **argv)
 {
     int rank, size;
     struct ptr head, tail;
-    MPI_Win win;
+    MPI_Win win, big = MPI_WIN_NULL;
+    char *big_base = NULL;
 
     MPI_Init(&argc, &argv);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    if (argc != 2 || parse_mode(argv[1]) != 0) {
+    if (argc < 2 || argc > 3 || parse_mode(argv[1]) != 0) {
         if (rank == 0)
-            fprintf(stderr, "usage: %s lock_all|shared|nocheck\n", argv[0]);
+            fprintf(stderr, "usage: %s lock_all|shared|nocheck [KiB]\n",
+                    argv[0]);
         MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (argc == 3) {
+        /* a window of KiB bytes per rank, alive during the list */
+        MPI_Aint bytes = (MPI_Aint)atol(argv[2]) * 1024;
+        MPI_Win_allocate(bytes, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &big_base,
+                         &big);
+        memset(big_base, 0, (size_t)bytes);
+        MPI_Win_fence(0, big);
+        MPI_Put(&rank, 1, MPI_INT, (rank + 1) % size, 0, 1, MPI_INT, big);
+        MPI_Win_fence(0, big);
     }
     MPI_Win_create_dynamic(MPI_INFO_NULL, MPI_COMM_WORLD, &win);
     MPI_Win_set_errhandler(win, MPI_ERRORS_ARE_FATAL);
@@ -176,6 +188,8 @@ int main(int argc, char **argv)
         MPI_Free_mem(mine[i]);
     }
     MPI_Win_free(&win);
+    if (big != MPI_WIN_NULL)
+        MPI_Win_free(&big);
     MPI_Finalize();
     return 0;
 }
