@@ -12,7 +12,6 @@
 
 /* Module state.  Static: the wrappers that reach it have no context. */
 static struct hb_ag ag = {.keyval = MPI_KEYVAL_INVALID};
-#define HB_SITE_NONE 0xffff /* this rank does not track */
 
 /* Whether MPI_Pack of a non-contiguous type yields the plain bytes of its
  * type map, as the algorithms assume when ranks' types differ. */

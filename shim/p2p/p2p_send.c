@@ -114,7 +114,7 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
         hot && ring != 1 && tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
     if (ring >= 0) {
         uint16_t site = hb_tracker_call_site(e);
-        if (site != 0xffff)
+        if (site != HB_SITE_NONE)
             hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, site);
         return MPI_SUCCESS;
     }

@@ -247,11 +247,13 @@ static inline void hb_tracker_record_empty(struct hb_tracker *t, unsigned op,
         t->cls[op].zero_calls++;
 }
 
+#define HB_SITE_NONE 0xffff /* no site known (not a valid site id) */
+
 /* The site of the call e was just recorded for, when the entry knows it
- * (armed: HOTBUF_CALLSITE_DEPTH <= 1), else 0xffff (no site). */
+ * (armed: HOTBUF_CALLSITE_DEPTH <= 1), else HB_SITE_NONE. */
 static inline uint16_t hb_tracker_call_site(const struct hb_entry *e)
 {
-    return e && e->p_ret != HB_NO_RET ? e->p_site : 0xffff;
+    return e && e->p_ret != HB_NO_RET ? e->p_site : HB_SITE_NONE;
 }
 
 /* A call at site that hotbuf moved itself (RMA, Allgather, point-to-point)

@@ -242,11 +242,11 @@ static void test_call_site(void)
     e = hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_B);
     CHECK_EQ_U64(hb_tracker_call_site(e),
                  hb_tracker_site(&t, HB_OP_SEND, SITE_B));
-    CHECK_EQ_U64(hb_tracker_call_site(NULL), 0xffff);
+    CHECK_EQ_U64(hb_tracker_call_site(NULL), HB_SITE_NONE);
     hb_tracker_destroy(&t);
     CHECK(init(&t, 3, 1 << 20, 3, 16) == 0);
     e = hb_tracker_record_at(&t, HB_OP_SEND, BUF, 1024, SITE_A);
-    CHECK_EQ_U64(hb_tracker_call_site(e), 0xffff);
+    CHECK_EQ_U64(hb_tracker_call_site(e), HB_SITE_NONE);
     hb_tracker_destroy(&t);
 }
 
