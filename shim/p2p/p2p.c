@@ -112,6 +112,7 @@ static void start_ring(const struct hb_ctx *ctx)
         return;
     }
     p2p.ask_always = ask && !strcmp(ask, "1");
+    hb_p2p_revoke_start(ctx);
     p2p.ring = p2p.pull_ok && hb_p2p_chan_start(ctx) == 0;
 }
 
@@ -153,6 +154,7 @@ static void stop(const struct hb_ctx *ctx)
     hb_p2p_psend_drop_comm(MPI_COMM_NULL);
     hb_p2p_req_pool_free();
     hb_p2p_grant_stop();
+    hb_p2p_revoke_stop();
     hb_p2p_bridge_stop();
     p2p.pull_ok = 0;
 }

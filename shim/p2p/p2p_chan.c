@@ -1,7 +1,8 @@
 /* Point-to-point channels (P2P-DESIGN.md §5.5-5.7, §5.11; issue 13).
  *
  * One channel per direction of a pair of processes that some grant
- * switched on, made at the first grant and kept until MPI_Finalize:
+ * switched on (shared by every communicator's pair of the two), made at
+ * the first grant:
  *   receiver B: a registered region cut into bucketed slots
  *               (p2p_slots.h), charged to the peer's budget; the records
  *               A writes land there, each announced by an immediate;
@@ -14,6 +15,12 @@
  * matched receive, else into the unexpected store), so slots free in the
  * order they were written, and returns credits as zero-length immediates
  * into A's credit word.
+ *
+ * B frees its region once no pair of A's is live any more (every one
+ * revoked and answered) and it has taken every record A wrote
+ * (p2p_revoke.c); a later grant makes a new one, a new epoch, which A's
+ * side and the credits tell apart.  A's staging area stays (it is small,
+ * and credits of the old region may still land in it).
  *
  * Immediates arrive inside the transport's progress, possibly inside MPI
  * (the hook): the handler only queues them.  hb_p2p_chan_drain, run by
@@ -60,6 +67,15 @@ struct p2p_peer {
     uint32_t fifo_cap, fifo_head, fifo_tail;
     struct hb_tr_op credit_op; /* the last credit write (seq 0: none) */
     long charged;
+    uint32_t tx_epoch; /* the receiver's region tl describes */
+    /* receiving: revokes (p2p_revoke.c) */
+    uint32_t rx_epoch; /* regions made so far */
+    int rx_pairs;      /* live pairs of this sender, every communicator */
+    int rx_revoking;   /* REVOKEs not yet answered */
+    uint32_t rx_need;  /* the answers' highest rseq: written by A */
+    uint32_t rx_seen;  /* highest rseq taken (ring or RESEND) */
+    uint64_t rx_last;  /* p2p.ctrl_calls at the last record */
+    uint64_t rx_count; /* records taken, for the test switch */
 };
 
 static struct {
@@ -76,6 +92,7 @@ static struct {
     uint64_t fault_at, records;
     uint64_t test_budget;
     int hold_credits;
+    uint64_t revoke_every; /* test: revoke a pair at every K-th record */
 } ch;
 
 static struct p2p_peer *peer(int w)
@@ -95,8 +112,10 @@ static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
     switch (HB_P2P_IMM_KIND(body)) {
     case HB_IMM_P2P_CREDIT: {
         int b = (int)HB_P2P_IMM_BUCKET(body);
-        if (p->tx_up && b < p->tl.nbuckets)
-            hb_slot_tx_credit(&p->stx, b, p->stx.freed[b] + HB_P2P_IMM_N(body));
+        if (p->tx_up && b < p->tl.nbuckets &&
+            HB_P2P_CREDIT_EPOCH(body) == (p->tx_epoch & 3u))
+            hb_slot_tx_credit(&p->stx, b,
+                              p->stx.freed[b] + HB_P2P_CREDIT_N(body));
         return;
     }
     case HB_IMM_P2P_DATA:
@@ -123,9 +142,11 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
                      : (1u << 15);
     const char *fault = getenv("HOTBUF_TEST_P2P_FAULT");
     const char *budget = getenv("HOTBUF_TEST_P2P_BUDGET");
+    const char *revoke = getenv("HOTBUF_TEST_P2P_REVOKE");
     ch.fault_at = fault ? strtoull(fault, NULL, 10) : 0;
     ch.test_budget = budget ? strtoull(budget, NULL, 10) : 0;
     ch.hold_credits = getenv("HOTBUF_TEST_P2P_HOLD_CREDITS") != NULL;
+    ch.revoke_every = revoke ? strtoull(revoke, NULL, 10) : 0;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
     ch.rxlist = calloc((size_t)ctx->size, sizeof(*ch.rxlist));
     if (!p2p.peers || !ch.rxlist)
@@ -147,11 +168,12 @@ static void free_peer(int w, struct p2p_peer *p)
 }
 
 /* Before the barrier of MPI_Finalize: a credit still on its way could
- * reach a staging area its owner deregisters after the barrier. */
+ * reach a staging area its owner deregisters after the barrier (also one
+ * of a region freed since). */
 void hb_p2p_chan_quiesce(void)
 {
-    for (int i = 0; ch.tr && i < ch.nrx; i++) {
-        struct p2p_peer *p = peer(ch.rxlist[i]);
+    for (int w = 0; ch.tr && p2p.peers && w < ch.size; w++) {
+        struct p2p_peer *p = peer(w);
         if (p->credit_op.seq)
             hb_transport_wait(ch.tr, &p->credit_op, NULL, NULL);
     }
@@ -217,18 +239,29 @@ static int rx_make(int w, struct p2p_peer *p)
 {
     uint32_t slots = 0;
     p->rx_budget = region_budget();
-    if (hb_slot_layout_make(&p->rl, p->rx_budget, ch.max_msg) ||
-        charge(w, p, p->rl.bytes))
+    if (hb_slot_layout_make(&p->rl, p->rx_budget, ch.max_msg))
         return -1;
-    for (int b = 0; b < p->rl.nbuckets; b++)
+    for (int b = 0; b < p->rl.nbuckets; b++) {
+        if (p->rl.count[b] > HB_P2P_CREDIT_N_MAX)
+            return -1; /* a credit could not say it */
         slots += p->rl.count[b];
+    }
+    if (charge(w, p, p->rl.bytes))
+        return -1;
     p->fifo_cap = slots + 1;
     p->fifo = calloc(p->fifo_cap, sizeof(*p->fifo));
     p->region = p->fifo ? alloc_registered(p->rl.bytes, &p->region_mr) : NULL;
-    if (!p->region)
+    if (!p->region) { /* as it was: a later grant may try again */
+        free(p->fifo);
+        p->fifo = NULL;
+        hb_transport_charge(ch.tr, w, -(long)p->rl.bytes);
+        p->charged -= (long)p->rl.bytes;
         return -1;
+    }
     hb_slot_rx_init(&p->srx, &p->rl);
     p->srx.hold = ch.hold_credits;
+    p->rx_epoch++;
+    p->rx_need = p->rx_seen; /* nothing of the new region written yet */
     ch.rxlist[ch.nrx++] = w;
     p2p.stats.chans++;
     p->rx_up = 1;
@@ -246,6 +279,7 @@ int hb_p2p_chan_rx(int a, uint64_t ack_addr, uint32_t ack_rkey,
     grant->region = (uint64_t)(uintptr_t)p->region;
     grant->rkey = p->region_mr->rkey;
     grant->budget = p->rx_budget;
+    grant->epoch = p->rx_epoch;
     hb_transport_connect(ch.tr, a); /* under way while the grant travels */
     grant->max_msg = ch.max_msg;
     return 0;
@@ -277,20 +311,25 @@ void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey)
 }
 
 /* The first grant from b sets the channel up; later ones (other
- * communicators) name the same region. */
+ * communicators, or a grant after a revoke that b has not freed the
+ * region for yet) name the same region, the same epoch.  A new epoch is a
+ * new region: b freed the old one only after every pair of this rank's
+ * was revoked and answered, so no record uses the old layout any more. */
 int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant)
 {
     struct p2p_peer *p = peer(b);
     if (p->tx_dead || tx_make(b, p))
         return -1;
-    if (p->tx_up)
+    if (p->tx_up && p->tx_epoch == grant->epoch)
         return 0;
+    p->tx_up = 0;
     if (grant->max_msg > ch.max_msg ||
         hb_slot_layout_make(&p->tl, grant->budget, grant->max_msg))
         return -1;
     hb_slot_tx_init(&p->stx, &p->tl);
     p->raddr = grant->region;
     p->rkey = grant->rkey;
+    p->tx_epoch = grant->epoch;
     p->tx_up = 1;
     hb_transport_connect(ch.tr, b);
     return 0;
@@ -497,12 +536,18 @@ static int take_record(int w, const struct hb_ring_hdr *h, const void *data)
     if (!c)
         return -1;
     struct p2p_msg *m = ring_msg(h, data);
+    struct p2p_peer *p = peer(w);
+    if (h->rseq > p->rx_seen)
+        p->rx_seen = h->rseq;
+    p->rx_last = p2p.ctrl_calls;
     if (hb_mg_ring(&rp->mg, &m->g)) {
         p2p.stats.ring_dups++;
         free(m);
         return 0;
     }
     p2p.stats.ring_received++;
+    if (ch.revoke_every && rp->live && ++p->rx_count % ch.revoke_every == 0)
+        rp->revoke_due = p2p.revokes_due = 1;
     ch.in_slot = m;
     hb_p2p_release(c, rp);
     if (ch.in_slot) { /* held (merge or unexpected store) */
@@ -519,8 +564,8 @@ static void send_credit(int w, struct p2p_peer *p, int b)
     struct hb_tr_op op;
     if (!hb_slot_rx_credit_due(&p->srx, b, &freed))
         return;
-    uint32_t imm = HB_IMM(HB_IMM_CLASS_P2P,
-                          HB_P2P_IMM(HB_IMM_P2P_CREDIT, b, freed - before));
+    uint32_t imm =
+        HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_CREDIT(b, p->rx_epoch, freed - before));
     struct hb_tr_wr wr = {.opcode = HB_TR_WRITE_IMM,
                           .nsge = 0,
                           .remote_addr = p->ack_addr,
@@ -567,6 +612,93 @@ void hb_p2p_chan_drain(void)
         if (p->fifo_head != p->fifo_tail)
             drain_peer(ch.rxlist[i], p);
     }
+}
+
+/* ---- revokes: the receiver's accounting, the sender's answer ---------- */
+
+void hb_p2p_chan_rx_granted(int a)
+{
+    struct p2p_peer *p = peer(a);
+    p->rx_pairs++;
+    p->rx_last = p2p.ctrl_calls;
+}
+
+void hb_p2p_chan_rx_revoking(int a)
+{
+    struct p2p_peer *p = peer(a);
+    p->rx_pairs--;
+    p->rx_revoking++;
+}
+
+void hb_p2p_chan_rx_revoked(int a, uint32_t rseq)
+{
+    struct p2p_peer *p = peer(a);
+    if (p->rx_revoking > 0)
+        p->rx_revoking--;
+    if (rseq > p->rx_need)
+        p->rx_need = rseq;
+}
+
+int hb_p2p_chan_rx_idle(int a, uint64_t idle)
+{
+    struct p2p_peer *p = peer(a);
+    return p->rx_up && p->rx_pairs > 0 && p2p.ctrl_calls - p->rx_last >= idle;
+}
+
+/* Nothing can land in the region any more: no live pair, every REVOKE
+ * answered, and every record up to the answers' rseq taken (placed ones
+ * drained from the CQ, lost ones received as RESENDs). */
+static int releasable(const struct p2p_peer *p)
+{
+    return p->rx_up && p->rx_pairs == 0 && p->rx_revoking == 0 &&
+           p->rx_seen >= p->rx_need && p->fifo_head == p->fifo_tail;
+}
+
+/* The region back to the peer's budget.  Its rkey dies with the MR: a
+ * write that should not come would fail at A (QP error, the fault path)
+ * instead of landing in freed memory. */
+static void rx_free(int w, struct p2p_peer *p)
+{
+    ibv_dereg_mr(p->region_mr);
+    free(p->region);
+    free(p->fifo);
+    p->region_mr = NULL;
+    p->region = NULL;
+    p->fifo = NULL;
+    p->fifo_head = p->fifo_tail = p->fifo_cap = 0;
+    hb_transport_charge(ch.tr, w, -(long)p->rl.bytes);
+    p->charged -= (long)p->rl.bytes;
+    p2p.stats.chans_freed++;
+    p2p.stats.chan_bytes_freed += p->rl.bytes;
+    p->rx_up = 0;
+}
+
+/* A channel waiting only for its last records has them drained here
+ * (the progress pass may not run: no communicator left in pull). */
+void hb_p2p_chan_rx_release(void)
+{
+    for (int i = 0; i < ch.nrx;) {
+        int w = ch.rxlist[i];
+        struct p2p_peer *p = peer(w);
+        if (p->rx_pairs == 0 && p->rx_revoking == 0 &&
+            p->fifo_head != p->fifo_tail)
+            drain_peer(w, p);
+        if (releasable(p)) {
+            rx_free(w, p);
+            ch.rxlist[i] = ch.rxlist[--ch.nrx];
+        } else {
+            i++;
+        }
+    }
+}
+
+/* Every record is complete once it is off the unacked list (a blocking
+ * ring send takes it off after its completion or its RESEND). */
+int hb_p2p_chan_tx_quiet(int b, uint32_t *rseq)
+{
+    struct p2p_peer *p = peer(b);
+    *rseq = p->pp.rseq;
+    return !p->stage || hb_pp_oldest_unacked(&p->pp) == NULL;
 }
 
 /* ---- in-band messages of a switched sender (tag T*) ------------------- */

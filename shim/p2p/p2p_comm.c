@@ -88,11 +88,14 @@ static void free_items(struct hb_list *q)
     }
 }
 
-/* Part 2's state on c: its pairs both ways, its cid. */
+/* Part 2's state on c: its pairs both ways, its cid.  A live pair is
+ * revoked first: its sender's channel is freed only once every pair on
+ * it was revoked and answered (p2p_revoke.c). */
 static void drop_pairs(struct p2p_comm *c)
 {
     for (int i = 0; c->rx && i < c->size; i++)
         if (c->rx[i]) {
+            hb_p2p_revoke(c, i);
             free_items(&c->rx[i]->mg.pulled);
             free_items(&c->rx[i]->mg.ring);
             free(c->rx[i]);

@@ -13,7 +13,8 @@
  * peer looks.  Both sides look at wrapper entries only (every
  * HB_CTRL_EVERY-th), never inside the progress hook: a grant cancels and
  * re-posts receives, which must not happen inside MPI.  A silent peer
- * leaves the pair on MPI: nothing ever waits for an answer. */
+ * leaves the pair on MPI: nothing ever waits for an answer.  The same
+ * communicator carries the revokes (p2p_revoke.c). */
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -133,13 +134,15 @@ static void reap(void)
     }
 }
 
-static void send_ctrl(const struct hb_ctrl *m, int world)
+int hb_p2p_ctrl_send(const struct hb_ctrl *m, int world)
 {
+    if (!g.on)
+        return -1;
     if (g.nout == g.capout) {
         int cap = g.capout ? 2 * g.capout : 8;
         struct ctrl_out *v = realloc(g.out, (size_t)cap * sizeof(*v));
         if (!v)
-            return; /* the peer never hears: the pair stays on MPI */
+            return -1; /* the peer never hears: the pair stays on MPI */
         g.out = v;
         g.capout = cap;
     }
@@ -147,10 +150,11 @@ static void send_ctrl(const struct hb_ctrl *m, int world)
     o->msg = *m;
     if (PMPI_Isend(&o->msg, (int)sizeof(o->msg), MPI_BYTE, world, HB_CTRL_TAG,
                    p2p.ctrl, &o->req) != MPI_SUCCESS)
-        return;
+        return -1;
     g.nout++;
     if (g.sent)
         g.sent[world]++;
+    return 0;
 }
 
 /* ---- the sender's side -------------------------------------------------- */
@@ -203,7 +207,7 @@ void hb_p2p_ask(struct p2p_txpair *tp)
     }
     tp->state = TX_ASKED;
     p2p.stats.pairs_asked++;
-    send_ctrl(&m, tp->world);
+    hb_p2p_ctrl_send(&m, tp->world);
 }
 
 /* GRANT: the channel, then GRANTED (MARKER{0} waits for the first ring
@@ -269,13 +273,17 @@ static int new_cid(struct p2p_comm *c)
     return 0;
 }
 
-/* The pair (A, c) at B; -1 when one exists already (A never asks twice
- * for a pair it was granted) or out of memory. */
+/* The pair (A, c) at B, made on A's first request; -1 when it is live
+ * (A asks again only after it answered a revoke) or out of memory.  A
+ * revoked pair is granted again with its merge as it is: A's stamps and
+ * rseq went on counting (p2p_revoke.c). */
 static int new_rxpair(struct p2p_comm *c, int src, int world)
 {
     if (!c->rx && !(c->rx = calloc((size_t)c->size, sizeof(*c->rx))))
         return -1;
-    if (c->rx[src] || !(c->rx[src] = calloc(1, sizeof(*c->rx[src]))))
+    if (c->rx[src])
+        return c->rx[src]->live || c->rx[src]->world != world ? -1 : 0;
+    if (!(c->rx[src] = calloc(1, sizeof(*c->rx[src]))))
         return -1;
     hb_mg_init(&c->rx[src]->mg);
     c->rx[src]->world = world;
@@ -304,26 +312,41 @@ static int judge(const struct hb_ctrl *m, int world, struct p2p_comm **cp)
     return -1;
 }
 
+/* No channel for a pair judged fine: a new pair goes again, a revoked
+ * one keeps its merge (A's messages may still be in it). */
+static void unjudge(struct p2p_comm *c, int src)
+{
+    struct p2p_rxpair *rp = c->rx[src];
+    if (rp->mg.live || !hb_mg_empty(&rp->mg))
+        return;
+    free(rp);
+    c->rx[src] = NULL;
+}
+
 static void asked(const struct hb_ctrl *m, int world)
 {
     struct hb_ctrl r = {.kind = HB_CTRL_REFUSE, .token = m->token};
     struct p2p_comm *c;
     int why = judge(m, world, &c);
     if (why < 0 && hb_p2p_chan_rx(world, m->ack_addr, m->ack_rkey, &r)) {
-        free(c->rx[m->claim.rank]);
-        c->rx[m->claim.rank] = NULL;
+        unjudge(c, m->claim.rank);
         why = HB_P2P_REFUSE_BUDGET;
     }
     if (why >= 0) {
         r.why = why;
         p2p.stats.grants_refused[why]++;
     } else {
+        struct p2p_rxpair *rp = c->rx[m->claim.rank];
+        rp->live = 1;
+        rp->revoke_due = 0;
+        rp->token = m->token;
+        hb_p2p_chan_rx_granted(world);
         r.kind = HB_CTRL_GRANT;
         r.cid = c->cid;
         hb_p2p_name_claim(c->comm, &r.claim);
         p2p.stats.grants++;
     }
-    send_ctrl(&r, world);
+    hb_p2p_ctrl_send(&r, world);
 }
 
 void hb_p2p_grant_poll(void)
@@ -348,7 +371,11 @@ void hb_p2p_grant_poll(void)
         case HB_CTRL_REQ: asked(&m, st.MPI_SOURCE); break;
         case HB_CTRL_GRANT: granted(&m); break;
         case HB_CTRL_REFUSE: refused(&m); break;
+        case HB_CTRL_REVOKE: hb_p2p_revoke_in(&m, st.MPI_SOURCE); break;
+        case HB_CTRL_REVOKED: hb_p2p_revoked_in(&m, st.MPI_SOURCE); break;
         }
     }
+    if (p2p.ring)
+        hb_p2p_revoke_poll();
     p2p.busy = 0;
 }

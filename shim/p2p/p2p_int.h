@@ -7,7 +7,9 @@
  *   p2p_recv.c   receive calls;  p2p_probe.c probes;  p2p_wait.c Wait/Test
  *   p2p_match.c  the matching rules (MPI-free)
  *   p2p_merge.c, p2p_pair.c, p2p_slots.c  part 2's release merge, sender
- *                bookkeeping and channel slots (MPI-free, not yet wired)
+ *                bookkeeping and channel slots (MPI-free)
+ *   p2p_grant.c  the handshake;  p2p_chan.c channels;  p2p_send.c sends
+ *   p2p_revoke.c revokes, and freeing the channels they leave idle
  */
 #ifndef HOTBUF_P2P_INT_H
 #define HOTBUF_P2P_INT_H
@@ -46,10 +48,14 @@ struct p2p_comm {
     UT_hash_handle hh;
 };
 
-/* Receiver B, one sender A on c (P2P-DESIGN.md §5.4 "PRE/LIVE"). */
+/* Receiver B, one sender A on c (P2P-DESIGN.md §5.4 "PRE/LIVE").  It
+ * outlives revokes: the merge goes on across them (p2p_revoke.c). */
 struct p2p_rxpair {
     struct hb_mg mg; /* A's two paths merged back into send order */
     int world;       /* A */
+    int live;        /* granted, not revoked since */
+    int revoke_due;  /* test switch: revoke at the next wrapper entry */
+    uint32_t token;  /* A's id of the pair (its REQ), named in REVOKE */
 };
 
 /* Sender A, one receiver B on c. */
@@ -157,6 +163,7 @@ struct p2p_state {
     uint32_t ntxs;
     uint64_t ctrl_calls;      /* wrapper entries, for polling the handshake */
     int ask_always;           /* HOTBUF_TEST_P2P_ASK=1: ask at the first send */
+    int revokes_due;          /* some rxpair has revoke_due set */
     struct p2p_psend *psends; /* persistent sends by handle (p2p_send.c) */
 };
 
@@ -268,6 +275,19 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
 /* A ring message a matched probe hands out: as a real MPI message. */
 int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg);
 
+/* Receiver, revokes (p2p_revoke.c): a pair granted (counts on A's
+ * channel), a REVOKE sent, its answer (A's last rseq), a record taken
+ * (1: the test switch wants its pair revoked); channels with no live pair
+ * left whose records are all taken are freed. */
+void hb_p2p_chan_rx_granted(int a);
+void hb_p2p_chan_rx_revoking(int a);
+void hb_p2p_chan_rx_revoked(int a, uint32_t rseq);
+int hb_p2p_chan_rx_idle(int a, uint64_t idle); /* a live channel, idle */
+void hb_p2p_chan_rx_release(void); /* drains them first (busy set) */
+/* Sender: whether every record to b is complete (placed or resent), so a
+ * REVOKE can be answered, and the last rseq given out to b. */
+int hb_p2p_chan_tx_quiet(int b, uint32_t *rseq);
+
 /* p2p_grant.c: the handshake */
 int hb_p2p_grant_start(const struct hb_ctx *ctx);
 void hb_p2p_grant_stop(void);
@@ -275,6 +295,23 @@ void hb_p2p_grant_poll(void); /* at wrapper entries (rate-limited) */
 /* The pair (c, dest) of a send, made on first use; NULL: none. */
 struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
 void hb_p2p_ask(struct p2p_txpair *tp); /* REQ, never blocks */
+/* A handshake message to world rank w on p2p.ctrl (counted for the drain
+ * at MPI_Finalize), never blocking. */
+int hb_p2p_ctrl_send(const struct hb_ctrl *m, int w); /* 0 or -1 */
+
+/* p2p_revoke.c */
+void hb_p2p_revoke_start(const struct hb_ctx *ctx);
+void hb_p2p_revoke_stop(void);
+/* Receiver, at wrapper entries (hb_p2p_grant_poll): revokes due (idle
+ * channels, the test switch), then channels that may be freed. */
+void hb_p2p_revoke_poll(void);
+/* Receiver: revoke pair (A = rank src, c) now (also when c is freed). */
+void hb_p2p_revoke(struct p2p_comm *c, int src);
+/* Sender: REVOKE received; receiver: REVOKED received. */
+void hb_p2p_revoke_in(const struct hb_ctrl *m, int world);
+void hb_p2p_revoked_in(const struct hb_ctrl *m, int world);
+/* Sender: answers still owed (records not yet complete), at wrapper entry. */
+void hb_p2p_revoke_answer_owed(void);
 
 /* p2p_send.c: MARKER{k} to dest on comm, by MPI (tag T*). */
 void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k);

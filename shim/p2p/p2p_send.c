@@ -72,7 +72,7 @@ static void mpi_on_pair(struct p2p_txpair *tp)
         return;
     if (hb_pp_mpi(&tp->pp, &k))
         hb_p2p_send_marker(tp->c->comm, tp->dest, k);
-    p2p.stats.live_by_mpi += hb_pp_ring_ok(&tp->pp);
+    p2p.stats.live_by_mpi += tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
 }
 
 /* Asks for a grant when this call is hot (or always, for tests). */

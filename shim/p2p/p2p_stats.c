@@ -48,6 +48,14 @@ static void slots_text(FILE *out, const struct hb_p2p_summary *m)
         sep = "; ";
     }
     fprintf(out, "\n");
+    if (m->revokes || m->revoke_answers)
+        fprintf(out,
+                "  revokes: %llu sent, %llu answered; channels freed: %llu, "
+                "%llu B back to the budget\n",
+                (unsigned long long)m->revokes,
+                (unsigned long long)m->revoke_answers,
+                (unsigned long long)m->chans_freed,
+                (unsigned long long)m->chan_bytes_freed);
 }
 
 static void slots_json(FILE *out, const struct hb_p2p_summary *m)

@@ -56,7 +56,11 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_resent_in, "resent_in")    /* RESENDs received */                   \
     _(ring_credits, "credits")        /* credit immediates sent */             \
     _(chans, "channels")              /* channels made (either direction) */   \
-    _(chan_bytes, "channel_bytes")    /* their registered memory, charged */
+    _(chan_bytes, "channel_bytes")    /* their registered memory, charged */   \
+    _(revokes, "revokes")             /* REVOKEs sent (receiver) */            \
+    _(revoke_answers, "revoked")      /* ... answered (sender) */              \
+    _(chans_freed, "channels_freed")  /* receive regions freed after them */   \
+    _(chan_bytes_freed, "channel_bytes_freed") /* ... back to the budget */
 
 #define HB_P2P_COUNTER_FIELD(f, key) uint64_t f;
 

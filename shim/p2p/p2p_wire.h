@@ -30,7 +30,11 @@ struct hb_ring_hdr { /* HB_SLOT_HDR bytes, the payload follows */
 _Static_assert(sizeof(struct hb_ring_hdr) == HB_SLOT_HDR, "ring header");
 
 /* The immediate's 28 bits of class HB_IMM_CLASS_P2P (rdma.h):
- *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA) or count (CREDIT) */
+ *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA)
+ *   CREDIT: [21:20] the channel's epoch (low bits)   [19:0] count
+ * A receiver frees a revoked channel and a later grant makes a new one
+ * (new epoch); a credit of the old one that the sender takes late must not
+ * count for the new one's slots. */
 enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2 };
 #define HB_P2P_IMM(kind, bucket, n)                                            \
     (((uint32_t)(kind) << 25) | ((uint32_t)(bucket) << 22) |                   \
@@ -39,6 +43,12 @@ enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2 };
 #define HB_P2P_IMM_BUCKET(b) (((b) >> 22) & 7u)
 #define HB_P2P_IMM_N(b) ((b)&0x3fffffu)
 #define HB_P2P_IMM_N_MAX 0x3fffffu
+#define HB_P2P_CREDIT(bucket, epoch, n)                                        \
+    HB_P2P_IMM(HB_IMM_P2P_CREDIT, bucket,                                      \
+               (((uint32_t)(epoch)&3u) << 20) | ((uint32_t)(n)&0xfffffu))
+#define HB_P2P_CREDIT_EPOCH(b) (((b) >> 20) & 3u)
+#define HB_P2P_CREDIT_N(b) ((b)&0xfffffu)
+#define HB_P2P_CREDIT_N_MAX 0xfffffu
 
 /* ---- in-band on the application's communicator, tag T* ----------------
  * MARKER: 16 bytes.  RESEND: this prefix, then the record (header and
@@ -50,8 +60,20 @@ struct hb_inband {
     uint32_t k;     /* MARKER: rseq of the sender's last ring record on c */
 };
 
-/* ---- the grant handshake, on hotbuf's private communicator ------------ */
-enum { HB_CTRL_REQ = 1, HB_CTRL_GRANT = 2, HB_CTRL_REFUSE = 3 };
+/* ---- the grant handshake, on hotbuf's private communicator ------------
+ * REVOKE (receiver -> sender, token = the sender's pair): the pair goes
+ * back to MPI.  REVOKED (sender -> receiver, the answer, always sent, even
+ * for a pair the sender freed): rseq = the last record the sender wrote
+ * on its channel to the receiver, every one of them completed (placed) or
+ * resent by MPI; once the receiver has taken them all and no pair of the
+ * sender is live, it frees the channel (p2p_revoke.c). */
+enum {
+    HB_CTRL_REQ = 1,
+    HB_CTRL_GRANT = 2,
+    HB_CTRL_REFUSE = 3,
+    HB_CTRL_REVOKE = 4,
+    HB_CTRL_REVOKED = 5
+};
 
 struct hb_ctrl {
     uint32_t kind;  /* HB_CTRL_* */
@@ -64,9 +86,11 @@ struct hb_ctrl {
     uint32_t cid, rkey;
     uint32_t max_msg;
     uint64_t region, budget;
-    uint64_t host; /* REQ: the sender's host (hb_host_hash) */
-    int32_t why;   /* REFUSE: enum hb_p2p_refusal */
-    int32_t pad;
+    uint64_t host;  /* REQ: the sender's host (hb_host_hash) */
+    int32_t why;    /* REFUSE: enum hb_p2p_refusal */
+    uint32_t epoch; /* GRANT: the channel's generation (credits carry it) */
+    uint32_t rseq;  /* REVOKED: the sender's last record to the receiver */
+    uint32_t pad;
 };
 
 #endif

@@ -63,6 +63,35 @@
  *                  it stays in MPI.
  *   FAULT          the fault injector (the correct model runs with and
  *                  without it).
+ *   REVOKE         revokes (shim/p2p/p2p_revoke.c), up to NREV: B sends
+ *                  REVOKE at a wrapper entry; A leaves the ring and, once
+ *                  every record it wrote is complete (RC completion, or
+ *                  resent after the QP error), answers REVOKED{k = its
+ *                  last rseq}; B frees its region (the channel: one per
+ *                  process pair; one communicator here) once answered and
+ *                  every record <= k is taken (CQ or RESEND), then a new
+ *                  REQ gets a new region (epoch); a REQ before that gets
+ *                  the same one.  Decision: a revoke leaves the order
+ *                  bookkeeping alone (A's stamps and rseq, B's merge): an
+ *                  MPI send after ring records goes after MARKER{k} as on
+ *                  any live pair, and a new grant sends no new MARKER{0}
+ *                  (a_opened), so for order a revoke is a run of MPI
+ *                  sends.  Credits of a freed region are not returned to
+ *                  the new one (the code: an epoch in the credit).  The
+ *                  QP error stays A's to handle when revoked (a_recover:
+ *                  a matched ring Ssend's SYNC_ACK may die with the QP;
+ *                  with recovery only on GRANTED/LIVE pairs, revoke_fault
+ *                  finds an Ssend that never completes).  Leaving PULL
+ *                  and several communicators sharing the channel are not
+ *                  modelled (the code frees the channel only when every
+ *                  pair on it is revoked and answered: the same rule per
+ *                  pair, summed).
+ *   FREE_EARLY     B frees the region at the REVOKE, without waiting for
+ *                  the answer: a record lands in a freed region.
+ *   FREE_UNDRAINED B frees it at the answer, without waiting until every
+ *                  record up to k is taken: a placed record is lost.
+ *   REVOKE_NO_MARKER  after a revoke A sends by MPI without the marker
+ *                  rule: an MPI message overtakes a ring record (N1).
  * Bounds and reductions (chosen so run_spin.sh stays within minutes):
  *   NA, NC messages, NR receive slots, SLOTS ring credits; tags are fixed
  *   per message (A: 0 1 0 1, C: 1) while receive patterns vary; C sends
@@ -71,8 +100,8 @@
  * Abstracted away: hot versus cold (zero copy or staging: invisible to
  *   matching), large messages (they go by MPI and complete at match, like
  *   an MPI Ssend, which the model has), Isend/Issend (a nonblocking send
- *   only widens interleavings A already has), REVOKE/DRAIN and leaving
- *   PULL, REFUSE and timeouts (a grant that never comes is a run where B
+ *   only widens interleavings A already has), leaving PULL (REVOKE: see
+ *   above), REFUSE and timeouts (a grant that never comes is a run where B
  *   never grants), several communicators (rseq and k are per pair; one
  *   communicator keeps "records of c <= k" simple), CREDIT messages (a
  *   credit returns at release, immediately: A may always choose MPI, so a
@@ -170,6 +199,9 @@ bit b_freed;
 #define RK_SEEN 3   /* drained by B (or received as RESEND) */
 #define RK_REL 4    /* released into matching */
 byte r_msg[NA + 2], r_before[NA + 2], r_st[NA + 2];
+#ifdef REVOKE
+byte r_ep[NA + 2]; /* the region the record was written to */
+#endif
 byte credits = SLOTS;
 
 /* ---- A's pair state ----------------------------------------------------- */
@@ -190,6 +222,32 @@ byte credits = SLOTS;
 #define P_DEAD 4
 byte pa;
 bit req, granted;
+#ifdef REVOKE
+/* Off the ring after a REVOKE (TX_IDLE in shim/p2p/p2p_revoke.c): MPI
+ * sends keep the marker rule and, once A sent its MARKER{0}, the stamps'
+ * count (the pair's p2p_pair.h state stays LIVE); A may ask again, and a
+ * new grant needs no new MARKER{0} (a_opened). */
+#define P_OFF 5
+#ifndef NREV
+#define NREV 2
+#endif
+bit a_opened;  /* MARKER{0} sent: A's stamps run */
+bit rvk_wire;  /* REVOKE, B -> A, on the private communicator */
+bit rack_wire; /* REVOKED{rack_k}, A -> B: A's last record, all complete */
+byte rack_k;
+byte a_ep;     /* the region A writes to (its GRANT's) */
+byte g_ep;     /* the region a GRANT in flight names */
+byte nrev;     /* revokes so far (bounded) */
+/* B's channel for A (one per process pair; one communicator here) */
+#define CH_NONE 0
+#define CH_UP 1
+#define CH_REVOKING 2 /* REVOKE sent, not answered */
+#define CH_WAIT 3     /* answered: records up to b_need must be taken */
+byte ch;
+bit bg;        /* B: the pair is granted and not revoked */
+byte b_need;
+byte ep;       /* B's regions freed so far: the current one's epoch */
+#endif
 #ifdef COUNT_GRANT
 byte req_cnt;       /* A's MPI sends at REQ */
 byte a_mpi_matched; /* A's MPI messages received at B */
@@ -435,12 +493,57 @@ inline grant() {
     granted = 1
 }
 #else
+#ifdef REVOKE
+/* Again after a revoke: REVOKED and REQ come in that order (one sender,
+ * one communicator), so an answer is taken before the REQ behind it.  A
+ * region not freed yet is granted again as it is (same epoch). */
+#define GRANT_OK (req && !bg && !rack_wire && ch != CH_REVOKING)
+inline grant() {
+    printf("B: GRANT (epoch %d)\n", ep);
+    if :: bA == B_MPI -> bA = B_PRE :: else -> skip fi;
+    req = 0; bg = 1; ch = CH_UP; g_ep = ep;
+    granted = 1
+}
+#else
 #define GRANT_OK (req && bA == B_MPI)
 inline grant() {
     printf("B: GRANT\n");
     bA = B_PRE;
     granted = 1
 }
+#endif
+
+#ifdef REVOKE
+/* B's region may go once the answer came and every record up to its k
+ * was taken: drained from the CQ, or received as RESEND (§5.11). */
+#define TAKEN(x) ((x) > b_need || r_st[x] >= RK_SEEN)
+#ifdef FREE_UNDRAINED
+#define FREE_OK (ch == CH_WAIT) /* the answer alone */
+#else
+#define FREE_OK (ch == CH_WAIT && TAKEN(1) && TAKEN(2) && TAKEN(3) && TAKEN(4) && TAKEN(5))
+#endif
+inline free_chan() {
+    k = 1;
+    do
+    :: k <= a_rseq -> assert(r_st[k] != RK_WIRE && r_st[k] != RK_PLACED); k++ /* channel freed with records in flight */
+    :: else -> break
+    od;
+    printf("B: channel freed (epoch %d)\n", ep);
+    ep++; ch = CH_NONE; credits = SLOTS
+}
+/* REVOKE (never blocks).  FREE_EARLY frees the region right away, without
+ * waiting for A's answer and its records. */
+#define REVOKE_OK (bg && ch == CH_UP && nrev < NREV)
+inline revoke() {
+    printf("B: REVOKE\n");
+    bg = 0; ch = CH_REVOKING; rvk_wire = 1; nrev++;
+#ifdef FREE_EARLY
+    free_chan()
+#else
+    skip
+#endif
+}
+#endif
 #endif
 
 /* A new receive rr on c. */
@@ -536,8 +639,31 @@ inline a_recover() {
 #endif
 #ifdef RECOVER_NO_MARKER
 #define MARKER_DUE (pa != P_DEAD) /* §5.4/§5.6 read literally */
+#elif defined(REVOKE_NO_MARKER)
+#define MARKER_DUE (pa == P_LIVE || pa == P_DEAD) /* none once revoked */
 #else
 #define MARKER_DUE 1
+#endif
+
+#ifdef REVOKE
+#define A_OPENED a_opened = 1
+/* MPI data counts in the stamps once A's stamps run (p2p_pair.h: LIVE or
+ * DEAD), also while the pair is off the ring or asking again */
+#define A_COUNTS (pa == P_LIVE || pa == P_DEAD || a_opened)
+#ifdef FAULT
+#define A_QUIET (a_acked == a_rseq || pa == P_DEAD)
+#else
+#define A_QUIET 1
+#endif
+/* The QP error is A's to handle also once revoked (or asking again): a
+ * matched ring Ssend's SYNC_ACK may have died with the QP, and only the
+ * RESEND of its record brings a new one (the fault config finds the
+ * Ssend that never completes when a revoke stops A's recovery). */
+#define A_RECOVERS (qp_fail && pa != P_DEAD && a_rseq > 0)
+#else
+#define A_OPENED skip
+#define A_COUNTS (pa >= P_LIVE)
+#define A_RECOVERS (qp_fail && (pa == P_GRANTED || pa == P_LIVE))
 #endif
 
 active proctype SenderA() {
@@ -545,6 +671,23 @@ active proctype SenderA() {
     byte w = NONE; /* the Ssend A waits for */
 end_a:
     do
+#ifdef REVOKE
+    :: atomic { (pa == P_MPI || pa == P_OFF) -> pa = P_REQ; req = 1; printf("A: REQ\n") }
+    :: atomic { pa == P_REQ && granted ->
+        granted = 0; a_ep = g_ep;
+        if
+        :: a_opened -> pa = P_LIVE; printf("A: GRANT seen again, LIVE\n")
+        :: else -> pa = P_GRANTED; printf("A: GRANT seen\n")
+        fi }
+    /* REVOKE (after the GRANT before it): off the ring; the answer waits
+     * until every record is complete (RC completion, or resent after the
+     * QP error) */
+    :: atomic { rvk_wire && pa != P_REQ && A_QUIET ->
+        rvk_wire = 0;
+        if :: pa == P_GRANTED || pa == P_LIVE -> pa = P_OFF :: else -> skip fi;
+        rack_k = a_rseq; rack_wire = 1;
+        printf("A: REVOKE seen, REVOKED k=%d\n", a_rseq) }
+#endif
     :: atomic { pa == P_MPI -> pa = P_REQ; req = 1; printf("A: REQ\n");
 #ifdef COUNT_GRANT
         req_cnt = i
@@ -555,6 +698,7 @@ end_a:
      * sends by ring after the grant would otherwise hang; §5.6 sends
      * markers only before MPI runs that follow ring records), and not
      * earlier: MPI data sent in between is before the marker, plain. */
+#ifndef REVOKE
     :: atomic { pa == P_REQ && granted ->
 #if defined(COUNT_GRANT)
         pa = P_LIVE; printf("A: GRANT seen, LIVE\n")
@@ -564,8 +708,9 @@ end_a:
         pa = P_GRANTED; printf("A: GRANT seen\n")
 #endif
        }
+#endif
 #ifdef FAULT
-    :: atomic { qp_fail && (pa == P_GRANTED || pa == P_LIVE) -> a_recover() }
+    :: atomic { A_RECOVERS -> a_recover() }
 #endif
     :: atomic { w != NONE && m_acked[w] -> assert(m_st[w] == M_MATCHED); w = NONE } /* Ssend completes only after its match */
     :: atomic { i < NA && w == NONE && SEND_OK ->
@@ -575,9 +720,13 @@ end_a:
         :: RING_OK -> /* ring */
             if
             :: pa == P_GRANTED -> /* the first record: MARKER{0} first */
-                printf("A: MARKER k=0\n"); a_mpi_send(MARK + 0); pa = P_LIVE
+                printf("A: MARKER k=0\n"); a_mpi_send(MARK + 0); pa = P_LIVE; A_OPENED
             :: else -> skip
             fi;
+#ifdef REVOKE
+            assert(a_ep == ep); /* a record written into a freed channel */
+            r_ep[a_rseq + 1] = a_ep;
+#endif
             credits--;
             printf("A: msg %d (tag %d, ssend %d) by ring, rseq %d, mpi_before %d\n", i, m_tag[i], m_sync[i], a_rseq + 1, a_cnt);
             a_rseq++;
@@ -600,7 +749,7 @@ end_a:
             fi;
             printf("A: msg %d (tag %d, ssend %d) by MPI\n", i, m_tag[i], m_sync[i]);
             a_mpi_send(i);
-            if :: pa >= P_LIVE -> a_cnt++ :: else -> skip fi
+            if :: A_COUNTS -> a_cnt++ :: else -> skip fi
         fi;
         if :: m_sync[i] -> w = i :: else -> skip fi;
         i++
@@ -676,7 +825,11 @@ inline ring_head() {
     b_rel++;
     r_st[b_rel] = RK_REL;
     printf("B: ring record %d released\n", b_rel);
+#ifdef REVOKE
+    if :: r_ep[b_rel] == ep -> credits++ :: else -> skip fi; /* a freed region's slot */
+#else
     credits++;
+#endif
     release(r_msg[b_rel])
 }
 
@@ -787,6 +940,14 @@ active proctype AppB() {
     do
     /* wrapper entries that change hotbuf's state */
     :: GRANT_OK -> if :: !pull -> enter_pull() :: else -> skip fi; atomic { grant() }
+#ifdef REVOKE
+    /* revokes (idle channel, the test switch, Comm_free), their answers,
+     * and the region freed once its records are taken */
+    :: atomic { REVOKE_OK -> revoke() }
+    :: atomic { rack_wire -> rack_wire = 0; b_need = rack_k; ch = CH_WAIT;
+                printf("B: REVOKED k=%d\n", b_need) }
+    :: atomic { FREE_OK -> free_chan() }
+#endif
 #ifndef NO_PULL_MODE
     :: !pull -> enter_pull() /* HOTBUF_P2P_PULL=all / after:N */
 #endif

@@ -32,6 +32,11 @@ trap 'rm -rf "$work"' EXIT
 #         needs ring, MPI, ring, MPI, ring, all of them received)
 #  cycles 2 A + 1 C messages, 2 receives (ANY, ANY), every operation, one
 #         QP error
+#  revoke 4 A messages, 4 receives (ANY, ANY), 2 revokes: grants again
+#         (the region reused, or freed and made anew), markers after a
+#         revoke, records in flight when REVOKE comes
+#  revoke_fault  3 A messages, 2 receives, 1 revoke, one QP error racing it
+#         (NR < NA: B never frees c, see "freed" below)
 #  freed  2 A + 1 C messages, 3 receives: every message can be received,
 #         so B frees c at the end (nothing of hotbuf's may be left in MPI).
 #         Not run yet: "$freed -DFAULT" fails (issue 13 open): a record
@@ -46,6 +51,8 @@ fault="-DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANC
 stamps="-DNA=5 -DNC=0 -DNR=5 -DPAT_FIXED -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 cycles="-DFAULT -DNA=2 -DNC=1 -DNR=2 -DPAT_FIXED"
 freed="-DNA=2 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+revoke="-DREVOKE -DNREV=2 -DNA=4 -DNC=0 -DNR=4 -DPAT_FIXED -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+revoke_fault="-DREVOKE -DNREV=1 -DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 
 # name | expectation | flags
 runs=(
@@ -55,6 +62,8 @@ runs=(
     "stamps|pass|$stamps"
     "cycles|pass|$cycles -DNP"
     "freed|pass|$freed"
+    "revoke|pass|$revoke"
+    "revoke_fault|pass|$revoke_fault"
     "no_hook|fail|$order -DNO_HOOK"
     "count_grant|fail|$order -DCOUNT_GRANT"
     "grant_marker|fail|$freed -DGRANT_MARKER"
@@ -65,6 +74,9 @@ runs=(
     "recover_no_marker|fail|$fault -DRECOVER_NO_MARKER"
     "migrate_partial|fail|$probe -DMIGRATE_PARTIAL"
     "migrate_forward|fail|$order -DMIGRATE_FORWARD"
+    "free_early|fail|$revoke -DFREE_EARLY"
+    "revoke_no_marker|fail|$revoke -DREVOKE_NO_MARKER"
+    "free_undrained|fail|$revoke -DFREE_UNDRAINED"
 )
 
 wanted() { # run name: selected by the arguments?

@@ -8,6 +8,11 @@
 #        (HOTBUF_TEST_P2P_ASK=1); the report must show ring traffic.
 #  .../fault                     the same with a QP error after K records
 #        (HOTBUF_TEST_P2P_FAULT): records resent by MPI, nothing lost.
+#  .../revoke                    the same with the receiver revoking a pair at
+#        every 2nd record it takes (HOTBUF_TEST_P2P_REVOKE): the pair goes
+#        back to MPI, asks again at its next send; channels are freed once
+#        every pair on them is revoked and answered (report: revokes and
+#        channels freed > 0).
 #  .../credits                   the same with a small channel and credits
 #        held until a bucket is all free (HOTBUF_TEST_P2P_BUDGET,
 #        HOTBUF_TEST_P2P_HOLD_CREDITS): sends without a slot go by MPI.
@@ -17,7 +22,8 @@
 #  p2p_ring/pingpong/FLAVOUR/npN tests/mpi/p2p_pingpong: a ping-pong and
 #        (3+ ranks) a halo exchange with reused buffers: results as plain
 #        MPI, every hot send on a live pair zero-copy (report).
-# Prints PASS/FAIL lines.
+# Prints PASS/FAIL lines.  P2P_RING_ONLY=REGEX runs only the tests whose
+# name matches (e.g. 'random/.*/revoke').
 set -u
 cd "$(dirname "$0")/../.."
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -27,6 +33,7 @@ work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 pass() { echo "PASS $1"; }
 fail() { echo "FAIL $1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15; }
+only() { [[ $1 =~ ${P2P_RING_ONLY:-.} ]]; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # random MPI NRANKS VARIANT CHECK [ENV...]: CHECK a Python condition on
@@ -34,6 +41,7 @@ json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval
 random() {
     local mpi=$1 n=$2 variant=$3 check=$4; shift 4
     local prog=build/$mpi/tests/p2p_random name=p2p_ring/random/$mpi/np$n/$variant
+    only "$name" || return 0
     local plain=$work/plain-$mpi-$n.out r=$work/$mpi-$n-$variant
     local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT)
     [ -f "$plain" ] || P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$plain" 2>"$plain.err"
@@ -50,7 +58,7 @@ random() {
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -59,6 +67,7 @@ random() {
 # call site, the sends rerouted (together, every ring message).
 pingpong() {
     local mpi=$1 n=$2 prog=build/$1/tests/p2p_pingpong name=p2p_ring/pingpong/$1/np$2
+    only "$name" || return 0
     local r=$work/pp-$mpi-$n opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     timeout 600 mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.plain" 2>"$r.plain.err"
     HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
@@ -79,6 +88,7 @@ pingpong() {
 # randomized runs found): sorted output as plain MPI's, with ring traffic.
 cases() {
     local mpi=$1 prog=build/$1/tests/p2p_ring_cases name=p2p_ring/cases/$1/np2
+    only "$name" || return 0
     local r=$work/cases-$mpi opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 8 2>"$r.plain.err" | sort >"$r.plain"
     HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
@@ -106,11 +116,14 @@ cases mpich
 ring='r["p2p"]["ring"]'
 fault="$ring[\"resends\"] > 0 and $ring[\"dead\"] > 0"
 credits="$ring[\"live_no_slot\"] > 0"
+revoke="$ring[\"revokes\"] > 0 and $ring[\"revoked\"] > 0 and $ring[\"channels_freed\"] > 0"
 for n in 2 4; do
     random openmpi $n ask ""
     random openmpi $n fault "$fault" HOTBUF_TEST_P2P_FAULT=40
     random openmpi $n credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
+    random openmpi $n revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2
 done
 random mpich 2 ask ""
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
+random mpich 2 revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2

@@ -122,6 +122,7 @@ static const struct {
     {"HOTBUF_P2P", "1"},
     {"HOTBUF_P2P_PULL", "auto"},
     {"HOTBUF_P2P_RING", "0"},
+    {"HOTBUF_P2P_IDLE", "65536"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -386,6 +387,8 @@ static void test_invalid(void)
                    "8..28"); /* suffix only for sizes */
     expect_invalid("HOTBUF_THRESHOLD", "2147483648", "0..2147483647");
     expect_invalid("HOTBUF_THRESHOLD", "-1", "0..2147483647");
+    expect_invalid("HOTBUF_P2P_IDLE", "-1", "0..2147483647");
+    expect_invalid("HOTBUF_P2P_IDLE", "64K", "0..2147483647"); /* a count */
     expect_invalid("HOTBUF_ADAPT_CHAIN", "1", "2..1000000");
     expect_invalid("HOTBUF_MAX_SITES", "65536", "16..65535");
     expect_invalid("HOTBUF_TABLE_MAX_ENTRIES", "8", "16..268435456");
@@ -487,6 +490,7 @@ static const struct {
     {"HOTBUF_P2P", "0"},
     {"HOTBUF_P2P_PULL", "all"},
     {"HOTBUF_P2P_RING", "1"},
+    {"HOTBUF_P2P_IDLE", "100"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 

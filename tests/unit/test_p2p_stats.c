@@ -1,7 +1,8 @@
 /* Unit test of the point-to-point report section (shim/p2p/p2p_stats.c):
  * records of several ranks merge by sum, except the unexpected store's
  * high-water mark (the largest); text and JSON name every reason pull
- * was off, and give the ring's channels and slot utilization by bucket. */
+ * was off, and give the ring's channels and slot utilization by bucket,
+ * and the revokes and the channels they let go. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,9 @@ int main(void)
      * 2560 B in all: 62.5% of 4 KiB */
     r1.grants = 1, r1.chans = 1, r1.chan_bytes = 28672;
     r2.pairs_asked = 1, r2.chans = 1, r2.chan_bytes = 28672;
+    /* rank 1 revoked twice, got both answers, freed one region */
+    r1.revokes = 2, r1.chans_freed = 1, r1.chan_bytes_freed = 24576;
+    r2.revoke_answers = 2;
     r1.slot_recs[1] = 3, r1.slot_msg_bytes[1] = 2000,
     r1.slot_cap_bytes[1] = 3072;
     r2.slot_recs[1] = 1, r2.slot_msg_bytes[1] = 560,
@@ -54,6 +58,10 @@ int main(void)
     CHECK(strstr(j, "\"intercomm\": 1") != NULL);
     CHECK(strstr(t, "channels: 2, 57344 B registered (28672 B each)") != NULL);
     CHECK(strstr(t, "1024 B: 4, 62%") != NULL);
+    CHECK(strstr(t, "revokes: 2 sent, 2 answered; channels freed: 1, 24576 B "
+                    "back to the budget") != NULL);
+    CHECK(strstr(j, "\"revokes\": 2, \"revoked\": 2, \"channels_freed\": 1, "
+                    "\"channel_bytes_freed\": 24576") != NULL);
     CHECK(strstr(j, "\"channels\": 2, \"channel_bytes\": 57344") != NULL);
     CHECK(strstr(j, "\"slots\": [{\"capacity\": 1024, \"records\": 4, "
                     "\"msg_bytes\": 2560, \"utilization\": 62.5}]") != NULL);
