@@ -13,6 +13,9 @@
 #        back to MPI, asks again at its next send; channels are freed once
 #        every pair on them is revoked and answered (report: revokes and
 #        channels freed > 0).
+#  .../idle                      the same with channels revoked after 16 of
+#        the receiver's calls without a record (HOTBUF_P2P_IDLE=16), freed
+#        once every pair on them is revoked (report: channels freed > 0).
 #  .../credits                   the same with a small channel and credits
 #        held until a bucket is all free (HOTBUF_TEST_P2P_BUDGET,
 #        HOTBUF_TEST_P2P_HOLD_CREDITS): sends without a slot go by MPI.
@@ -127,3 +130,4 @@ random mpich 2 ask ""
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
 random mpich 2 revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2
+random mpich 2 idle "$revoke" HOTBUF_P2P_IDLE=16
