@@ -240,8 +240,9 @@ void hb_p2p_poll_orphans(void);
 void hb_p2p_status_empty(MPI_Status *st);
 
 /* p2p_comm.c: a message (claimed, or released by a merge) meets the
- * earliest posted receive it matches, or waits in the unexpected store. */
-void hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m);
+ * earliest posted receive it matches (1; m is gone), or waits in the
+ * unexpected store (0). */
+int hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m); /* 1: delivered */
 struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st);
 /* Enters pull for a grant; 0, or -1 (c stays off). */
 int hb_p2p_comm_pull(struct p2p_comm *c);
@@ -274,7 +275,7 @@ void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
 void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
                    const MPI_Status *st);
 /* A ring message a matched probe hands out: as a real MPI message. */
-int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg);
+int hb_p2p_ring_message(struct p2p_msg *m, MPI_Comm comm, MPI_Message *msg);
 
 /* Receiver, revokes (p2p_revoke.c): a pair granted (counts on A's
  * channel), a REVOKE sent, its answer (A's last rseq), a record taken
