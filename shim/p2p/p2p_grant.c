@@ -66,6 +66,10 @@ int hb_p2p_grant_start(const struct hb_ctx *ctx)
     if (PMPI_Comm_dup(ctx->comm, &p2p.ctrl) != MPI_SUCCESS ||
         PMPI_Comm_dup(MPI_COMM_SELF, &p2p.self) != MPI_SUCCESS)
         return -1;
+    /* ring messages handed out by a matched probe are received on
+     * p2p.self: a truncation must come back to be raised on the
+     * application's communicator (p2p_probe.c) */
+    PMPI_Comm_set_errhandler(p2p.self, MPI_ERRORS_RETURN);
     PMPI_Comm_size(p2p.ctrl, &g.size);
     g.sent = calloc((size_t)g.size, sizeof(*g.sent));
     g.recvd = calloc((size_t)g.size, sizeof(*g.recvd));

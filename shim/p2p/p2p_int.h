@@ -269,7 +269,7 @@ void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
 void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
                    const MPI_Status *st);
 /* A ring message a matched probe hands out: as a real MPI message. */
-int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg);
+int hb_p2p_ring_message(struct p2p_msg *m, MPI_Comm comm, MPI_Message *msg);
 
 /* p2p_grant.c: the handshake */
 int hb_p2p_grant_start(const struct hb_ctx *ctx);

@@ -38,7 +38,7 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     hb_pm_take(&c->m, &m->n);
     p2p.n_unexp--;
     if (m->kind == MSG_RING)
-        hb_p2p_ring_message(m, msg);
+        hb_p2p_ring_message(m, c->comm, msg);
     else
         *msg = m->msg;
     free(m);
@@ -105,11 +105,15 @@ int hb_p2p_mprobe(int source, int tag, MPI_Comm comm, MPI_Message *msg,
  * to this process on a private duplicate of MPI_COMM_SELF and probes that
  * (one copy, on this rare path only).  MPI then says the source is 0:
  * Mrecv/Imrecv put the real one back, from this list (few entries: each
- * lives from the probe to the receive). */
+ * lives from the probe to the receive), and raise a truncation through
+ * the application's communicator, as MPI would: the private one returns
+ * errors (its default handler, fatal, aborted a job whose communicator
+ * returns them). */
 struct ring_out {
     MPI_Message msg;
     MPI_Request send;
     int source;
+    MPI_Comm comm; /* the application's */
 };
 static struct ring_out *outs;
 static int nouts, capouts;
@@ -127,7 +131,7 @@ static void reap_sends(void)
         nouts--;
 }
 
-int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg)
+int hb_p2p_ring_message(struct p2p_msg *m, MPI_Comm comm, MPI_Message *msg)
 {
     MPI_Status st;
     reap_sends();
@@ -141,6 +145,7 @@ int hb_p2p_ring_message(struct p2p_msg *m, MPI_Message *msg)
     }
     struct ring_out *o = &outs[nouts++];
     o->source = m->n.source;
+    o->comm = comm;
     PMPI_Isend(m->data, (int)m->bytes, MPI_BYTE, 0, m->n.tag, p2p.self,
                &o->send);
     PMPI_Mprobe(0, m->n.tag, p2p.self, &o->msg, &st);
@@ -157,20 +162,30 @@ static struct ring_out *ring_out_of(MPI_Message msg)
     return NULL;
 }
 
-int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
-                 MPI_Status *st)
+/* A handed-out ring message received: its error returned, not raised. */
+static int ring_mrecv(struct ring_out *o, void *buf, int count,
+                      MPI_Datatype type, MPI_Message *msg, MPI_Status *st)
 {
-    struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
     MPI_Status mine;
-    int rc;
-    if (!o)
-        return PMPI_Mrecv(buf, count, type, msg, st);
-    rc = PMPI_Mrecv(buf, count, type, msg, &mine);
+    int rc = PMPI_Mrecv(buf, count, type, msg, &mine);
     mine.MPI_SOURCE = o->source;
     o->msg = MPI_MESSAGE_NULL;
     reap_sends();
     if (st != MPI_STATUS_IGNORE)
         *st = mine;
+    return rc;
+}
+
+int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
+                 MPI_Status *st)
+{
+    struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
+    if (!o)
+        return PMPI_Mrecv(buf, count, type, msg, st);
+    MPI_Comm comm = o->comm; /* o may move in ring_mrecv */
+    int rc = ring_mrecv(o, buf, count, type, msg, st);
+    if (rc != MPI_SUCCESS)
+        PMPI_Comm_call_errhandler(comm, rc);
     return rc;
 }
 
@@ -187,8 +202,9 @@ int hb_p2p_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
         free(r);
         return MPI_ERR_NO_MEM;
     }
-    r->comm = p2p.self;
-    r->err = hb_p2p_mrecv(buf, count, type, msg, &r->st);
+    r->comm = o->comm; /* a truncation raised there at completion */
+    r->err = ring_mrecv(o, buf, count, type, msg, &r->st);
+    r->raise = r->err != MPI_SUCCESS;
     r->state = RQ_DONE;
     hb_p2p_req_insert(r);
     *req = r->handle;
