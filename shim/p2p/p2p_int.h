@@ -145,6 +145,7 @@ struct p2p_state {
     uint64_t n_unexp;       /* messages in the unexpected stores */
     MPI_Request *pool;      /* idle handles */
     int npool, cappool;
+    int madepool;    /* handles made (idle or out): what the array must hold */
     MPI_Comm bridge; /* Intercomm_create's leaders talk here (p2p_bridge.c) */
     struct hb_p2p_summary stats;
     /* part 2 */

@@ -70,10 +70,16 @@ int hb_p2p_req_set_args(struct p2p_req *r, void *buf, MPI_Count count,
     return rc;
 }
 
+/* The pool's array must hold every handle ever made, not just the idle
+ * ones: they all come back (hb_p2p_req_release).  Sized by the idle count,
+ * it overflowed once more than 96 were out at once (heap corruption with
+ * 300 receives pending, tests/mpi/p2p_pending.c). */
 static int pool_fill(void)
 {
-    if (p2p.npool + POOL_CHUNK > p2p.cappool) {
+    if (p2p.madepool + POOL_CHUNK > p2p.cappool) {
         int cap = p2p.cappool ? 2 * p2p.cappool : 2 * POOL_CHUNK;
+        while (cap < p2p.madepool + POOL_CHUNK)
+            cap *= 2;
         MPI_Request *v = realloc(p2p.pool, (size_t)cap * sizeof(*v));
         if (!v)
             return MPI_ERR_NO_MEM;
@@ -87,6 +93,7 @@ static int pool_fill(void)
         if (rc != MPI_SUCCESS)
             return rc;
         p2p.pool[p2p.npool++] = h;
+        p2p.madepool++;
     }
     return MPI_SUCCESS;
 }
@@ -107,7 +114,7 @@ void hb_p2p_req_pool_free(void)
         PMPI_Request_free(&p2p.pool[i]);
     free(p2p.pool);
     p2p.pool = NULL;
-    p2p.npool = p2p.cappool = 0;
+    p2p.npool = p2p.cappool = p2p.madepool = 0;
 }
 
 void hb_p2p_req_insert(struct p2p_req *r)
