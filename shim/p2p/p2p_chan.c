@@ -471,9 +471,18 @@ void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp)
             free(m);
             continue;
         }
-        if (m == ch.in_slot) /* matched straight out of its slot */
-            ch.in_slot = NULL;
-        hb_p2p_match(c, m);
+        /* the record being taken: delivered, it was unpacked straight out
+         * of its slot (and m is gone); stored unexpected, it stays
+         * ch.in_slot, and take_record copies it out before the slot is
+         * freed and credited (it was left there, and a later record
+         * overwrote it: p2p_random seed 15 with more ring traffic) */
+        if (m != ch.in_slot) {
+            hb_p2p_match(c, m);
+            continue;
+        }
+        ch.in_slot = NULL;
+        if (!hb_p2p_match(c, m))
+            ch.in_slot = m;
     }
 }
 

@@ -281,17 +281,18 @@ struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st)
     return m;
 }
 
-void hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m)
+int hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m)
 {
     struct hb_pm_recv *pr = hb_pm_arrive(&c->m, &m->n);
     if (pr) {
         p2p.n_posted--;
         p2p.stats.matched_posted++;
         hb_p2p_req_deliver(hb_container_of(pr, struct p2p_req, n), m);
-        return;
+        return 1;
     }
     if (++p2p.n_unexp > p2p.stats.unexp_hwm)
         p2p.stats.unexp_hwm = p2p.n_unexp;
+    return 0;
 }
 
 /* A claimed message: a switched sender's goes through its merge (its

@@ -236,8 +236,9 @@ void hb_p2p_poll_orphans(void);
 void hb_p2p_status_empty(MPI_Status *st);
 
 /* p2p_comm.c: a message (claimed, or released by a merge) meets the
- * earliest posted receive it matches, or waits in the unexpected store. */
-void hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m);
+ * earliest posted receive it matches (1; m is gone), or waits in the
+ * unexpected store (0). */
+int hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m); /* 1: delivered */
 struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st);
 /* Enters pull for a grant; 0, or -1 (c stays off). */
 int hb_p2p_comm_pull(struct p2p_comm *c);
