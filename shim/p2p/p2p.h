@@ -50,9 +50,9 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              MPI_Comm comm, MPI_Request *req);
 
 /* Sends (part 2).  mode: which MPI function; req for the nonblocking
- * ones.  hb_p2p_send_half: the send half of a Sendrecv goes by MPI to
- * dest (the pair's bookkeeping); hb_p2p_send_init: a persistent send to
- * dest on comm was made (counted at each Start). */
+ * ones.  hb_p2p_send_init: MPI made a persistent send (mode: the
+ * blocking function it stands for; ret: its caller), which each Start
+ * sends on its pair. */
 enum {
     HB_P2P_SEND,
     HB_P2P_SSEND,
@@ -65,8 +65,16 @@ enum {
 };
 int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
                 int dest, int tag, MPI_Comm comm, MPI_Request *req);
-void hb_p2p_send_half(MPI_Comm comm, int dest);
-void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest);
+void hb_p2p_send_init(int mode, MPI_Request req, const void *buf, int count,
+                      MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                      void *ret);
+/* The large-count forms (MPI-4): as the int forms when count fits an
+ * int, else by MPI with the pair's bookkeeping.  Not tracked. */
+int hb_p2p_send_c(int mode, const void *buf, MPI_Count count, MPI_Datatype type,
+                  int dest, int tag, MPI_Comm comm, MPI_Request *req);
+void hb_p2p_send_init_c(int mode, MPI_Request req, const void *buf,
+                        MPI_Count count, MPI_Datatype type, int dest, int tag,
+                        MPI_Comm comm, void *ret);
 
 /* Probes.  Matched probes hand out real MPI_Message handles: Mrecv and
  * Imrecv go to PMPI unchanged. */

@@ -40,13 +40,21 @@
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
+#include "util/clock.h"
 #include "p2p_int.h"
 
 #define CREDIT_WORD 64 /* the staging area's first bytes: credits land here */
+/* How long a send waits for a credit before it goes by MPI: a credit in
+ * flight takes one write's latency (a few us on a NIC, up to ~100 us on
+ * soft-RoCE); a receiver that is not draining (computing, not in MPI)
+ * costs one such wait, then the pair is "starved" and sends go by MPI at
+ * once until a credit comes. */
+#define CREDIT_WAIT_US 200.0
 
 struct p2p_peer {
     /* sending to this peer */
     int tx_up, tx_dead;
+    int starved; /* a credit wait timed out: no more until a credit comes */
     struct hb_slot_layout tl;
     struct hb_slot_tx stx;
     struct hb_pp_peer pp;
@@ -113,9 +121,11 @@ static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
     case HB_IMM_P2P_CREDIT: {
         int b = (int)HB_P2P_IMM_BUCKET(body);
         if (p->tx_up && b < p->tl.nbuckets &&
-            HB_P2P_CREDIT_EPOCH(body) == (p->tx_epoch & 3u))
+            HB_P2P_CREDIT_EPOCH(body) == (p->tx_epoch & 3u)) {
             hb_slot_tx_credit(&p->stx, b,
                               p->stx.freed[b] + HB_P2P_CREDIT_N(body));
+            p->starved = 0;
+        }
         return;
     }
     case HB_IMM_P2P_DATA:
@@ -421,6 +431,22 @@ static void payload(struct p2p_peer *p, const void *buf, uint32_t bytes,
     sg->lkey = p->stage_mr->lkey;
 }
 
+/* No slot: the receiver holds them all.  A credit may be on its way (the
+ * receiver drains as soon as it is in MPI): wait for it a little, once
+ * per starvation (see CREDIT_WAIT_US).  0: a slot was taken. */
+static int wait_credit(struct p2p_peer *p, uint32_t bytes, int *bucket,
+                       uint64_t *off)
+{
+    double until = hb_clock_us() + CREDIT_WAIT_US;
+    do {
+        hb_progress_yield(NULL);
+        if (!hb_slot_tx_take(&p->stx, bytes, bucket, off))
+            return 0;
+    } while (!p->starved && hb_clock_us() < until);
+    p->starved = 1;
+    return -1;
+}
+
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
                      int tag, int hot)
 {
@@ -437,12 +463,10 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
         p2p.stats.live_connecting++;
         return -1;
     }
-    if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off)) {
-        hb_progress(); /* a credit may be waiting in the queue */
-        if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off)) {
-            p2p.stats.live_no_slot++;
-            return -1;
-        }
+    if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off) &&
+        wait_credit(p, bytes, &bucket, &off)) {
+        p2p.stats.live_no_slot++;
+        return -1;
     }
     uint32_t slot =
         (uint32_t)((off - p->tl.offset[bucket]) / p->tl.stride[bucket]);

@@ -101,6 +101,9 @@ struct p2p_req {
     MPI_Request handle;
     int state;      /* enum p2p_req_state */
     int persistent; /* made by Recv_init: handle is MPI's, inactive */
+    int psend;      /* a persistent send's Start that went by ring: the
+                       handle is MPI's, left inactive; done, dropped at
+                       completion */
     int pool;       /* handle from the pool */
     int hijacked;   /* handle holds a cancelled MPI receive to consume */
     int freed;      /* the application freed the handle while pending */
@@ -317,9 +320,16 @@ void hb_p2p_revoke_answer_owed(void);
 
 /* p2p_send.c: MARKER{k} to dest on comm, by MPI (tag T*). */
 void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k);
-/* Persistent sends: a Start (counted on its pair), a Request_free, the
- * communicator dropped (every entry on it; MPI_COMM_NULL: all). */
-void hb_p2p_psend_start(MPI_Request req);
+/* The send half of a Sendrecv(_replace): 1 when it went by ring (its
+ * data is out of buf), 0 when the caller must send it by MPI (the pair's
+ * bookkeeping is done).  hb_p2p_send_half: always by MPI (Isendrecv). */
+int hb_p2p_send_half_ring(const void *buf, MPI_Count count, MPI_Datatype type,
+                          int dest, int tag, MPI_Comm comm);
+void hb_p2p_send_half(MPI_Comm comm, int dest);
+/* Persistent sends: a Start (1: it went by ring, MPI's request stays
+ * inactive), a Request_free, the communicator dropped (every entry on it;
+ * MPI_COMM_NULL: all). */
+int hb_p2p_psend_start(MPI_Request req);
 void hb_p2p_psend_forget(MPI_Request req);
 void hb_p2p_psend_drop_comm(MPI_Comm comm);
 

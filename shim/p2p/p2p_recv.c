@@ -42,15 +42,21 @@ static int block_on(struct p2p_comm *c, struct p2p_req *r, MPI_Status *st)
     return hb_p2p_req_complete(r, NULL, st);
 }
 
-int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
-                int tag, MPI_Comm comm, MPI_Status *st)
+static int recv_blocking(void *buf, MPI_Count count, MPI_Datatype type,
+                         int source, int tag, MPI_Comm comm, MPI_Status *st)
 {
-    HB_P2P_ROUTE(recv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (!r)
         return PMPI_C(PMPI_Recv)(buf, count, type, source, tag, comm, st);
     return block_on(c, r, st);
+}
+
+int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                int tag, MPI_Comm comm, MPI_Status *st)
+{
+    HB_P2P_ROUTE(recv);
+    return recv_blocking(buf, count, type, source, tag, comm, st);
 }
 
 /* An MPI receive on a communicator that may enter pull later. */
@@ -126,8 +132,8 @@ int hb_p2p_start(MPI_Request *req)
     HB_P2P_ROUTE(start);
     struct p2p_req *r = hb_p2p_req_find(*req);
     struct p2p_comm *c;
-    if (!r)
-        hb_p2p_psend_start(*req); /* a persistent send's, maybe */
+    if (!r && hb_p2p_psend_start(*req)) /* a persistent send's, by ring */
+        return MPI_SUCCESS;
     if (!r || !r->persistent || r->state != RQ_INACTIVE)
         return PMPI_Start(req); /* MPI raises what must be raised */
     c = hb_p2p_comm_recv_call(r->comm);
@@ -161,7 +167,10 @@ int hb_p2p_sendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                     MPI_Status *st)
 {
     HB_P2P_ROUTE(sendrecv);
-    hb_p2p_send_half(comm, dest);
+    /* by ring, the send is complete before the receive is posted, which
+     * MPI allows: the record needs nothing from the receiving process */
+    if (hb_p2p_send_half_ring(sbuf, scount, stype, dest, stag, comm))
+        return recv_blocking(rbuf, rcount, rtype, source, rtag, comm, st);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -197,7 +206,8 @@ int hb_p2p_sendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                             MPI_Comm comm, MPI_Status *st)
 {
     HB_P2P_ROUTE(sendrecv_replace);
-    hb_p2p_send_half(comm, dest);
+    if (hb_p2p_send_half_ring(buf, count, type, dest, stag, comm))
+        return recv_blocking(buf, count, type, source, rtag, comm, st);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;

@@ -331,6 +331,10 @@ int hb_p2p_req_complete(struct p2p_req *r, MPI_Request *handle, MPI_Status *st)
         PMPI_Wait(&h, MPI_STATUS_IGNORE);
         r->hijacked = 0;
     }
+    if (r->psend) { /* MPI's handle stays, inactive */
+        hb_p2p_req_release(r);
+        return rc;
+    }
     if (r->persistent) {
         r->state = RQ_INACTIVE;
         r->err = MPI_SUCCESS;

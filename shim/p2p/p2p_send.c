@@ -9,15 +9,22 @@
  * receiver's merge restores the send order.  A send on a pair that is not
  * live goes to MPI unchanged, and asks for a grant when its call is hot.
  *
- * What goes by ring today: MPI_Send, and MPI_Rsend as a Send (MPI allows
- * it: the receive is posted, and a ready send that found none would be
- * erroneous either way).  Each waits for its record's RC completion, so
- * its buffer and the staging area are free on return.  Ssend (it needs
- * the receiver's match acknowledgement), Bsend (the attached buffer's
- * accounting), the nonblocking forms and persistent sends go by
- * MPI with the pair's bookkeeping: a persistent send is remembered at its
- * init call and counted at each Start, where its message enters MPI's
- * order. */
+ * What goes by ring: standard, ready and buffered sends, blocking or not
+ * (ring_mode), persistent ones at each Start, and the send half of
+ * Sendrecv and Sendrecv_replace.  A ready send goes as a standard one
+ * (MPI allows it: a ready send that found no receive is erroneous either
+ * way).  A buffered one needs no room in the attached buffer: the ring's
+ * record is out of the user's buffer when the call returns, which is all
+ * MPI_Bsend promises, and MPI_Buffer_detach has nothing of it to wait
+ * for.  Each record waits for its RC completion before the call returns,
+ * so the user's buffer and the staging area are free then; a nonblocking
+ * or persistent send's request is therefore complete at once (a done
+ * request of hotbuf's, completed by the Wait/Test wrappers).  Waiting in
+ * MPI_Isend is allowed: the completion needs the receiver's NIC, never
+ * its process.  Synchronous sends stay on MPI (a ring Ssend needs the
+ * receiver's match acknowledgement, SYNC_ACK, not built), with the
+ * pair's bookkeeping, as does every send that does not fit a slot. */
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,6 +82,18 @@ static void mpi_on_pair(struct p2p_txpair *tp)
     p2p.stats.live_by_mpi += tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
 }
 
+/* Granted, and not back on MPI for good (a fault): records may go. */
+static int live(const struct p2p_txpair *tp)
+{
+    return tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
+}
+
+/* The modes a ring record can carry (synchronous ones need SYNC_ACK). */
+static int ring_mode(int mode)
+{
+    return mode != HB_P2P_SSEND && mode != HB_P2P_ISSEND;
+}
+
 /* Asks for a grant when this call is hot (or always, for tests). */
 static void maybe_ask(struct p2p_txpair *tp, int hot)
 {
@@ -84,43 +103,102 @@ static void maybe_ask(struct p2p_txpair *tp, int hot)
             hb_p2p_ask(tp);
 }
 
-/* MPI_Send by ring: 1 zero-copy, 0 copied, -1 not (MPI then). */
-static int by_ring(struct p2p_txpair *tp, const void *buf, int count,
-                   MPI_Datatype type, int tag, int hot)
+/* bytes of contiguous data by ring: 1 zero-copy, 0 copied, -1 not (MPI
+ * then). */
+static int by_ring(struct p2p_txpair *tp, const void *buf, uint64_t bytes,
+                   int tag, int hot)
 {
-    uint64_t bytes = hb_dt_contiguous_bytes(count, type);
-    if (tp->state != TX_GRANTED || !hb_pp_ring_ok(&tp->pp) || !bytes ||
-        bytes > UINT32_MAX)
+    if (!live(tp) || !bytes || bytes > UINT32_MAX)
         return -1;
     if (hb_pp_open(&tp->pp)) /* the pair's first record */
         hb_p2p_send_marker(tp->c->comm, tp->dest, 0);
     return hb_p2p_chan_send(tp, buf, (uint32_t)bytes, tag, hot);
 }
 
+/* The request of a nonblocking send, made before its record goes (a
+ * record cannot be taken back); NULL: out of handles, MPI then. */
+static struct p2p_req *send_req_new(MPI_Comm comm)
+{
+    struct p2p_req *r = hb_p2p_req_new();
+    if (r && hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
+        hb_p2p_req_release(r);
+        return NULL;
+    }
+    if (r)
+        r->comm = comm;
+    return r;
+}
+
+/* Its record went: the request is done, with a send's empty status. */
+static void send_req_done(struct p2p_req *r)
+{
+    r->state = RQ_DONE;
+    hb_p2p_status_empty(&r->st);
+    hb_p2p_req_insert(r);
+}
+
+/* One send on pair tp, by ring when it can (1), else 0: the caller sends
+ * by MPI, the pair's bookkeeping done.  site: the call site to credit. */
+static int send_on_pair(struct p2p_txpair *tp, int ring_ok, const void *buf,
+                        uint64_t bytes, int tag, int hot, uint16_t site)
+{
+    int ring = ring_ok ? by_ring(tp, buf, bytes, tag, hot) : -1;
+    tp->sends++;
+    p2p.stats.hot_missed += hot && ring != 1 && live(tp);
+    if (ring >= 0) {
+        if (site != HB_SITE_NONE)
+            hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, site);
+        return 1;
+    }
+    mpi_on_pair(tp);
+    maybe_ask(tp, hot);
+    return 0;
+}
+
+/* The call hb_track recorded last: hot or not, and its site. */
+static int last_call(uint16_t *site)
+{
+    struct hb_entry *e = hb_track_last;
+    hb_track_last = NULL;
+    *site = hb_tracker_call_site(e);
+    return hb_tracker_call_hot(e);
+}
+
 int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
                 int dest, int tag, MPI_Comm comm, MPI_Request *req)
 {
     struct p2p_txpair *tp = pair_of(comm, dest);
-    struct hb_entry *e = hb_track_last;
-    int hot = hb_tracker_call_hot(e);
-    hb_track_last = NULL;
+    uint16_t site;
+    int hot = last_call(&site);
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
-    tp->sends++;
-    int ring = mode == HB_P2P_SEND || mode == HB_P2P_RSEND
-                   ? by_ring(tp, buf, count, type, tag, hot)
-                   : -1;
-    p2p.stats.hot_missed +=
-        hot && ring != 1 && tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
-    if (ring >= 0) {
-        uint16_t site = hb_tracker_call_site(e);
-        if (site != HB_SITE_NONE)
-            hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, site);
+    uint64_t bytes =
+        ring_mode(mode) && live(tp) ? hb_dt_contiguous_bytes(count, type) : 0;
+    struct p2p_req *r = req && bytes ? send_req_new(comm) : NULL;
+    if (send_on_pair(tp, bytes && (!req || r), buf, bytes, tag, hot, site)) {
+        if (r) {
+            send_req_done(r);
+            *req = r->handle;
+        }
         return MPI_SUCCESS;
     }
-    mpi_on_pair(tp);
-    maybe_ask(tp, hot);
+    if (r)
+        hb_p2p_req_release(r);
     return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
+}
+
+int hb_p2p_send_half_ring(const void *buf, MPI_Count count, MPI_Datatype type,
+                          int dest, int tag, MPI_Comm comm)
+{
+    struct p2p_txpair *tp = pair_of(comm, dest);
+    uint16_t site;
+    int hot = last_call(&site);
+    uint64_t bytes = 0;
+    if (!tp)
+        return 0;
+    if (live(tp) && count >= 0 && count <= INT_MAX)
+        bytes = hb_dt_contiguous_bytes((int)count, type);
+    return send_on_pair(tp, bytes != 0, buf, bytes, tag, hot, site);
 }
 
 void hb_p2p_send_half(MPI_Comm comm, int dest)
@@ -132,11 +210,54 @@ void hb_p2p_send_half(MPI_Comm comm, int dest)
     }
 }
 
-/* Persistent sends, by handle: each Start is an MPI send on its pair. */
+#if MPI_VERSION >= 4
+static int pmpi_send_c(int mode, const void *buf, MPI_Count count,
+                       MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                       MPI_Request *req)
+{
+    switch (mode) {
+    case HB_P2P_SSEND: return PMPI_Ssend_c(buf, count, type, dest, tag, comm);
+    case HB_P2P_RSEND: return PMPI_Rsend_c(buf, count, type, dest, tag, comm);
+    case HB_P2P_BSEND: return PMPI_Bsend_c(buf, count, type, dest, tag, comm);
+    case HB_P2P_ISEND:
+        return PMPI_Isend_c(buf, count, type, dest, tag, comm, req);
+    case HB_P2P_ISSEND:
+        return PMPI_Issend_c(buf, count, type, dest, tag, comm, req);
+    case HB_P2P_IRSEND:
+        return PMPI_Irsend_c(buf, count, type, dest, tag, comm, req);
+    case HB_P2P_IBSEND:
+        return PMPI_Ibsend_c(buf, count, type, dest, tag, comm, req);
+    default: return PMPI_Send_c(buf, count, type, dest, tag, comm);
+    }
+}
+#endif
+
+int hb_p2p_send_c(int mode, const void *buf, MPI_Count count, MPI_Datatype type,
+                  int dest, int tag, MPI_Comm comm, MPI_Request *req)
+{
+    hb_track_last = NULL; /* not tracked: whatever hb_track left is stale */
+    if (count >= 0 && count <= INT_MAX)
+        return hb_p2p_send(mode, buf, (int)count, type, dest, tag, comm, req);
+#if MPI_VERSION >= 4
+    hb_p2p_send_half(comm, dest); /* too large for a slot: MPI */
+    return pmpi_send_c(mode, buf, count, type, dest, tag, comm, req);
+#else
+    return MPI_ERR_INTERN; /* not bound: MPI-3 has no _c forms */
+#endif
+}
+
+/* Persistent sends, by handle: each Start is a send on its pair, by ring
+ * when it can.  The arguments are kept from the init call; the buffer's
+ * size is taken there, while its datatype is certainly alive (the
+ * application may free it before a Start).  A persistent buffer is
+ * treated as hot: the request is the user's promise of reuse. */
 struct p2p_psend {
     uint64_t key; /* the MPI_Request handle's bits */
     MPI_Comm comm;
-    int dest;
+    int dest, tag;
+    const void *buf;
+    uint64_t bytes; /* contiguous and ring_mode, else 0: MPI at every Start */
+    uint16_t site;  /* credited with the Starts that go by ring */
     UT_hash_handle hh;
 };
 
@@ -149,7 +270,9 @@ static struct p2p_psend *psend_find(MPI_Request h)
     return s;
 }
 
-void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest)
+void hb_p2p_send_init(int mode, MPI_Request req, const void *buf, int count,
+                      MPI_Datatype type, int dest, int tag, MPI_Comm comm,
+                      void *ret)
 {
     struct p2p_psend *s, *old;
     if (!p2p.ring || dest < 0 || !(s = calloc(1, sizeof(*s))))
@@ -157,20 +280,48 @@ void hb_p2p_send_init(MPI_Request req, MPI_Comm comm, int dest)
     s->key = hb_p2p_req_key(req);
     s->comm = comm;
     s->dest = dest;
+    s->tag = tag;
+    s->buf = buf;
+    s->bytes = ring_mode(mode) ? hb_dt_contiguous_bytes(count, type) : 0;
+    s->site = hb_track_site(HB_OP_SEND, ret); /* the init call's */
     HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
     free(old); /* a handle MPI reused after a free we did not see */
 }
 
-/* Its message enters MPI's order here: the marker first when ring records
- * precede it, and the count the stamps use, as for any MPI send. */
-void hb_p2p_psend_start(MPI_Request req)
+void hb_p2p_send_init_c(int mode, MPI_Request req, const void *buf,
+                        MPI_Count count, MPI_Datatype type, int dest, int tag,
+                        MPI_Comm comm, void *ret)
+{
+    /* a count beyond int: 0 bytes for the ring, so each Start is counted
+     * and goes by MPI */
+    int n = count >= 0 && count <= INT_MAX ? (int)count : 0;
+    hb_p2p_send_init(mode, req, buf, n, type, dest, tag, comm, ret);
+}
+
+/* A Start.  By ring, MPI's request is left inactive and a done request of
+ * hotbuf's stands for it under the same handle until the application
+ * completes it (hb_p2p_req_complete drops it then).  Else its message
+ * enters MPI's order here: the marker first when ring records precede
+ * it, and the count the stamps use, as for any MPI send.  1: by ring. */
+int hb_p2p_psend_start(MPI_Request req)
 {
     struct p2p_psend *s = psend_find(req);
     struct p2p_txpair *tp = s ? pair_of(s->comm, s->dest) : NULL;
-    if (tp) {
-        tp->sends++;
-        mpi_on_pair(tp);
+    struct p2p_req *r = NULL;
+    if (!tp)
+        return 0;
+    if (s->bytes && live(tp) && (r = hb_p2p_req_new())) {
+        r->handle = req;
+        r->comm = s->comm;
+        r->psend = 1;
     }
+    if (!send_on_pair(tp, r != NULL, s->buf, s->bytes, s->tag, 1, s->site)) {
+        if (r)
+            hb_p2p_req_release(r);
+        return 0;
+    }
+    send_req_done(r);
+    return 1;
 }
 
 void hb_p2p_psend_forget(MPI_Request req)

@@ -334,7 +334,9 @@ int hb_p2p_request_free(MPI_Request *req)
         hb_p2p_psend_forget(*req);
         return PMPI_Request_free(req);
     }
-    if (r->state == RQ_PMPI || r->state == RQ_INACTIVE) {
+    if (r->psend)
+        hb_p2p_psend_forget(*req); /* its record went: nothing pending */
+    if (r->state == RQ_PMPI || r->state == RQ_INACTIVE || r->psend) {
         hb_p2p_req_release(r); /* MPI's handle: MPI frees it */
         return PMPI_Request_free(req);
     }

@@ -7,7 +7,11 @@
  *            one send and one receive buffer per size, reused ITERS times.
  * halo:      every rank with its left and right neighbour on a ring:
  *            Irecv from both, MPI_Send to both, Waitall; one buffer pair
- *            per direction, reused ITERS times.
+ *            per direction, reused ITERS times (3 ranks and more).
+ * halo_isend, halo_persistent, halo_sendrecv: the same exchange by
+ *            Isend + Irecv + Waitall of all four; by Send_init/Recv_init
+ *            made once per size, then Startall + Waitall; by two Sendrecv
+ *            (2 ranks and more).
  * Each message's bytes depend on (sender, iteration, size); the receiver
  * checks them.  Rank 0 prints one line per pattern: errors and a digest
  * of everything every rank received, compared with and without hotbuf. */
@@ -82,39 +86,93 @@ static void pingpong(int iters)
     report("pingpong", errors, h);
 }
 
-static void halo(int iters)
+enum halo_style { HALO_SEND, HALO_ISEND, HALO_PERSISTENT, HALO_SENDRECV };
+static const char *const halo_name[] = {"halo", "halo_isend",
+                                        "halo_persistent", "halo_sendrecv"};
+
+struct halo {
+    int left, right, n, tl, tr;  /* tl: tag of what goes left */
+    unsigned char *ol, *or_;     /* out to the left and right */
+    unsigned char *il, *ir;      /* in from the left and right */
+    MPI_Request q[4];            /* persistent: made once per size */
+};
+
+/* One exchange: il from the left's or_, ir from the right's ol. */
+static void halo_step(struct halo *x, int style)
+{
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_Request *q = x->q;
+    MPI_Status st[4]; /* not STATUSES_IGNORE: gcc 12 warns on Open MPI's */
+    int n = x->n;
+    switch (style) {
+    case HALO_SEND:
+        MPI_Irecv(x->il, n, MPI_BYTE, x->left, x->tr, w, &q[0]);
+        MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
+        MPI_Send(x->or_, n, MPI_BYTE, x->right, x->tr, w);
+        MPI_Send(x->ol, n, MPI_BYTE, x->left, x->tl, w);
+        MPI_Waitall(2, q, st);
+        break;
+    case HALO_ISEND:
+        MPI_Irecv(x->il, n, MPI_BYTE, x->left, x->tr, w, &q[0]);
+        MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
+        MPI_Isend(x->or_, n, MPI_BYTE, x->right, x->tr, w, &q[2]);
+        MPI_Isend(x->ol, n, MPI_BYTE, x->left, x->tl, w, &q[3]);
+        MPI_Waitall(4, q, st);
+        break;
+    case HALO_PERSISTENT:
+        MPI_Startall(4, q);
+        MPI_Waitall(4, q, st);
+        break;
+    case HALO_SENDRECV:
+        MPI_Sendrecv(x->or_, n, MPI_BYTE, x->right, x->tr, x->il, n, MPI_BYTE,
+                     x->left, x->tr, w, MPI_STATUS_IGNORE);
+        MPI_Sendrecv(x->ol, n, MPI_BYTE, x->left, x->tl, x->ir, n, MPI_BYTE,
+                     x->right, x->tl, w, MPI_STATUS_IGNORE);
+        break;
+    }
+}
+
+static void halo(int iters, int style)
 {
     int rank, size;
     long errors = 0;
     unsigned long h = DIGEST_INIT;
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
-    int left = (rank + size - 1) % size, right = (rank + 1) % size;
+    struct halo x = {(rank + size - 1) % size, (rank + 1) % size};
     for (int s = 0; s < NSIZES; s++) {
-        int n = sizes[s];
-        unsigned char *ol = malloc((size_t)n), *or_ = malloc((size_t)n);
-        unsigned char *il = malloc((size_t)n), *ir = malloc((size_t)n);
-        for (int it = 0; it < iters; it++) {
-            MPI_Request q[2];
-            MPI_Status st[2];
-            MPI_Irecv(il, n, MPI_BYTE, left, 100 + s, MPI_COMM_WORLD, &q[0]);
-            MPI_Irecv(ir, n, MPI_BYTE, right, 200 + s, MPI_COMM_WORLD, &q[1]);
-            fill(or_, n, rank, it, n);
-            fill(ol, n, rank, it + 1000, n);
-            MPI_Send(or_, n, MPI_BYTE, right, 100 + s, MPI_COMM_WORLD);
-            MPI_Send(ol, n, MPI_BYTE, left, 200 + s, MPI_COMM_WORLD);
-            MPI_Waitall(2, q, st);
-            errors += check(il, n, left, it, n) ||
-                      check(ir, n, right, it + 1000, n);
-            h = digest_more(h, il, (size_t)n);
-            h = digest_more(h, ir, (size_t)n);
+        int n = x.n = sizes[s];
+        x.tl = 200 + s, x.tr = 100 + s;
+        x.ol = malloc((size_t)n), x.or_ = malloc((size_t)n);
+        x.il = malloc((size_t)n), x.ir = malloc((size_t)n);
+        if (style == HALO_PERSISTENT) {
+            MPI_Recv_init(x.il, n, MPI_BYTE, x.left, x.tr, MPI_COMM_WORLD,
+                          &x.q[0]);
+            MPI_Recv_init(x.ir, n, MPI_BYTE, x.right, x.tl, MPI_COMM_WORLD,
+                          &x.q[1]);
+            MPI_Send_init(x.or_, n, MPI_BYTE, x.right, x.tr, MPI_COMM_WORLD,
+                          &x.q[2]);
+            MPI_Send_init(x.ol, n, MPI_BYTE, x.left, x.tl, MPI_COMM_WORLD,
+                          &x.q[3]);
         }
-        free(ol);
-        free(or_);
-        free(il);
-        free(ir);
+        for (int it = 0; it < iters; it++) {
+            fill(x.or_, n, rank, it, n);
+            fill(x.ol, n, rank, it + 1000, n);
+            halo_step(&x, style);
+            errors += check(x.il, n, x.left, it, n) ||
+                      check(x.ir, n, x.right, it + 1000, n);
+            h = digest_more(h, x.il, (size_t)n);
+            h = digest_more(h, x.ir, (size_t)n);
+        }
+        if (style == HALO_PERSISTENT)
+            for (int i = 0; i < 4; i++)
+                MPI_Request_free(&x.q[i]);
+        free(x.ol);
+        free(x.or_);
+        free(x.il);
+        free(x.ir);
     }
-    report("halo", errors, h);
+    report(halo_name[style], errors, h);
 }
 
 int main(int argc, char **argv)
@@ -125,7 +183,9 @@ int main(int argc, char **argv)
     if (size >= 2)
         pingpong(iters);
     if (size >= 3)
-        halo(iters);
+        halo(iters, HALO_SEND);
+    for (int style = HALO_ISEND; size >= 2 && style <= HALO_SENDRECV; style++)
+        halo(iters, style);
     MPI_Finalize();
     return 0;
 }

@@ -175,10 +175,26 @@ static int pick_count(rng_t *r)
  * for issue 13's ring.  More messages, more channels with every receive
  * early, half their messages blocking MPI_Send of at most 8000 bytes, and
  * blocking sends from one buffer per rank reused for every message, so
- * it turns hot and the pairs ask for grants. */
+ * it turns hot and the pairs ask for grants.  The other sends of at most
+ * HOT_MAX ints (nonblocking, persistent) take the buffer of their index
+ * in the schedule, the same in every phase, so those turn hot too. */
 static int hot_mix;
 static int *hot_buf;
 #define HOT_MAX 2000 /* ints */
+static int *hot_nb[MAXOPS];
+
+/* The buffer of send i of the phase; NULL: a fresh one, freed after. */
+static int *hot_send_buf(const msg_t *m, int i)
+{
+    if (!hot_mix || m->count > HOT_MAX)
+        return NULL;
+    if (m->mode == S_SEND || m->mode == S_SSEND || m->mode == S_RSEND ||
+        m->mode == S_BSEND)
+        return hot_buf; /* free again when the call returns */
+    if (!hot_nb[i] && !(hot_nb[i] = malloc(sizeof(int) * (HOT_MAX + 1))))
+        abort();
+    return hot_nb[i]; /* free again when the phase is over */
+}
 
 static void gen_messages(rng_t *r, sched_t *s, int *early_all)
 {
@@ -1202,12 +1218,10 @@ static void run_phase(result_t *res, int wrank, int wsize)
         sbuf[i] = NULL;
         if (m->src != me)
             continue;
-        int *b = hot_mix && m->count <= HOT_MAX &&
-                         (m->mode == S_SEND || m->mode == S_SSEND ||
-                          m->mode == S_RSEND || m->mode == S_BSEND)
-                     ? hot_buf /* free again when the call returns */
-                     : (sbuf[i] = malloc((size_t)(m->count ? m->count : 1) *
-                                         sizeof(int)));
+        int *b = hot_send_buf(m, i);
+        if (!b)
+            b = sbuf[i] =
+                malloc((size_t)(m->count ? m->count : 1) * sizeof(int));
         for (int j = 0; j < m->count; j++)
             b[j] = word(res->seed, res->phase, m->id, j);
         do_send(m, b, comm, &pd);

@@ -20,6 +20,11 @@
  *          ints: the last element is partial, MPI writes its first int
  *          and leaves the other two alone (hotbuf dropped the partial
  *          element of a ring message).
+ *   large  after the ring messages, a message too large for a slot by
+ *          the large-count MPI_Send_c (MPI_Send where the MPI has none),
+ *          then a ring message: they must arrive in that order (hotbuf
+ *          did not wrap the _c sends, so theirs went without the marker
+ *          and the count the receiver's merge orders by).
  * The sleeps make "the receiver no longer looks at x" certain, not likely:
  * that is when a marker sent after the receiver's last look is lost.
  * Then x is freed, y = a new duplicate, and ranks 0 and 1 each receive one
@@ -35,8 +40,33 @@
 #define NRING 6
 #define TAG 5
 
-enum { CASE_GRANT, CASE_FENCE, CASE_START, CASE_PARTIAL, NCASES };
-static const char *case_name[NCASES] = {"grant", "fence", "start", "partial"};
+enum { CASE_GRANT, CASE_FENCE, CASE_START, CASE_PARTIAL, CASE_LARGE, NCASES };
+static const char *case_name[NCASES] = {"grant", "fence", "start", "partial",
+                                        "large"};
+
+#define LARGE 4096 /* ints: more than the ring's largest slot */
+
+/* A large message by MPI between ring messages: received in send order. */
+static void large(MPI_Comm x, int rank, int round, int *buf)
+{
+    static int big[LARGE];
+    if (rank == 1) {
+        big[0] = 100 * round + 50;
+#if MPI_VERSION >= 4
+        MPI_Send_c(big, LARGE, MPI_INT, 0, TAG, x);
+#else
+        MPI_Send(big, LARGE, MPI_INT, 0, TAG, x);
+#endif
+        buf[0] = 100 * round + 51;
+        MPI_Send(buf, 64, MPI_INT, 0, TAG, x);
+    } else if (rank == 0) {
+        usleep(200000); /* both are there before the first receive */
+        for (int i = 0; i < 2; i++) {
+            MPI_Recv(big, LARGE, MPI_INT, 1, MPI_ANY_TAG, x, MPI_STATUS_IGNORE);
+            printf("round %d large: message %d value %d\n", round, i, big[0]);
+        }
+    }
+}
 
 /* 7 ints into 4 elements of 3: printed whole, with count and elements. */
 static void partial(MPI_Comm x, int rank, int round, int *buf)
@@ -113,6 +143,8 @@ static void traffic(MPI_Comm x, int rank, int kase, int round)
     }
     if (kase == CASE_PARTIAL)
         partial(x, rank, round, buf);
+    if (kase == CASE_LARGE)
+        large(x, rank, round, buf);
     if (rank == 1) {
         int v = 100 * round + 99;
         usleep(300000); /* rank 0 is asleep now */

@@ -21,10 +21,16 @@
 #        HOTBUF_TEST_P2P_HOLD_CREDITS): sends without a slot go by MPI.
 #  p2p_ring/cases/FLAVOUR/np2    tests/mpi/p2p_ring_cases: markers never
 #        left behind in a freed communicator, persistent sends after ring
-#        messages, a partial last element: output as plain MPI's.
+#        messages, a partial last element, a large-count send between ring
+#        messages: output as plain MPI's.
 #  p2p_ring/pingpong/FLAVOUR/npN tests/mpi/p2p_pingpong: a ping-pong and
-#        (3+ ranks) a halo exchange with reused buffers: results as plain
-#        MPI, every hot send on a live pair zero-copy (report).
+#        halo exchanges with reused buffers (Send, 3+ ranks; Isend,
+#        persistent, Sendrecv): results as plain MPI, every hot send on a
+#        live pair zero-copy unless it found no slot after waiting for a
+#        credit or its QP still connecting (together at most 1% of the
+#        ring's messages: at 2 ranks the Isend halo has two 8 KiB records
+#        in flight per direction and the bucket two slots), and every send
+#        call site rerouted (report).
 # Prints PASS/FAIL lines.  P2P_RING_ONLY=REGEX runs only the tests whose
 # name matches (e.g. 'random/.*/revoke').
 set -u
@@ -80,10 +86,10 @@ pingpong() {
     if [ $rc != 0 ] || grep -qv ' errors 0 ' "$r.plain" || ! cmp -s "$r.plain" "$r.out"; then
         cat "$r.out" >>"$r.err"
         fail "$name" "results differ from plain MPI (exit $rc)" "$r.err"
-    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_zcopy"] > 0 and r["p2p"]["ring"]["hot_missed"] == 0 and r["p2p"]["ring"]["channel_bytes"] > 0 and sum(b["records"] for b in r["p2p"]["ring"]["slots"]) > 0 and sum(x["rerouted_calls"] for x in r["sites"] if x["op"] == "send") == r["p2p"]["ring"]["ring_msgs"]')" != True ]; then
-        fail "$name" "not every message after the grant went zero-copy (or the report's channels, slots and per-site rerouted sends are missing): $ring" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_zcopy"] > 0 and r["p2p"]["ring"]["hot_missed"] == r["p2p"]["ring"]["live_no_slot"] + r["p2p"]["ring"]["live_connecting"] and 100 * r["p2p"]["ring"]["hot_missed"] <= r["p2p"]["ring"]["ring_msgs"] and r["p2p"]["ring"]["channel_bytes"] > 0 and sum(b["records"] for b in r["p2p"]["ring"]["slots"]) > 0 and sum(x["rerouted_calls"] for x in r["sites"] if x["op"] == "send") == r["p2p"]["ring"]["ring_msgs"] and all(x["rerouted_calls"] > 0 for x in r["sites"] if x["op"] == "send" and x["calls"] >= 100)')" != True ]; then
+        fail "$name" "not every message after the grant went zero-copy (or a send site took no ring, or the report's channels, slots and per-site rerouted sends are missing): $ring; sites: $(json "$r.json" '[(x["name"], x["calls"], x["rerouted_calls"]) for x in r["sites"] if x["op"] == "send"]')" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_zcopy)d zero-copy (every hot one), %(live)d pairs live, %(channel_bytes)d B in %(channels)d channels" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_zcopy)d zero-copy (every hot one but %(live_no_slot)d without a credit and %(live_connecting)d while connecting), %(live)d pairs live, %(channel_bytes)d B in %(channels)d channels" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -93,12 +99,12 @@ cases() {
     local mpi=$1 prog=build/$1/tests/p2p_ring_cases name=p2p_ring/cases/$1/np2
     only "$name" || return 0
     local r=$work/cases-$mpi opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
-    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 8 2>"$r.plain.err" | sort >"$r.plain"
+    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 10 2>"$r.plain.err" | sort >"$r.plain"
     HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 300 tools/hotbuf-run -- \
-        mpiexec.$mpi "${opt[@]}" -n 2 $prog 8 2>"$r.err" | sort >"$r.out"
+        mpiexec.$mpi "${opt[@]}" -n 2 $prog 10 2>"$r.err" | sort >"$r.out"
     local rc=${PIPESTATUS[0]}
-    if [ $rc != 0 ] || [ "$(grep -c ' got source ' "$r.plain")" != 16 ] || ! cmp -s "$r.plain" "$r.out"; then
+    if [ $rc != 0 ] || [ "$(grep -c ' got source ' "$r.plain")" != 20 ] || ! cmp -s "$r.plain" "$r.out"; then
         diff "$r.plain" "$r.out" >>"$r.err"
         fail "$name" "output differs from plain MPI (exit $rc)" "$r.err"
     elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0')" != True ]; then
