@@ -23,13 +23,22 @@ endif
 MPICC   := mpicc.$(MPI)
 MPIFC   := mpif90.$(MPI)
 MPICXX  := mpicxx.$(MPI)
-BUILD   := build/$(MPI)
+# ASAN=1: the library with AddressSanitizer, in build/MPI-asan (the guest
+# suite runs a randomized ring program under it; hotbuf-run puts the ASan
+# runtime first in LD_PRELOAD).  Heap errors show where they happen, in
+# hotbuf or in the MPI working on hotbuf's behalf.
+ASAN    ?=
+BUILD   := build/$(MPI)$(if $(ASAN),-asan)
 LIB     := $(BUILD)/libhotbuf.so
 CC      ?= cc
 
 CFLAGS_COMMON := -O2 -g -std=gnu11 -Wall -Wextra -Wno-unused-parameter -fPIC \
                  -fvisibility=hidden -flto=auto
 LIBS          := -lunwind -ldw -libverbs -ldl -lm -pthread
+ifneq ($(ASAN),)
+CFLAGS_COMMON += -fsanitize=address -fno-omit-frame-pointer
+LIBS          += -fsanitize=address
+endif
 
 # MPI-free parts: also linked into the unit tests and the table benchmark.
 # Layers, lowest first (the table is in tests/check_layers.sh, which make

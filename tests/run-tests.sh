@@ -41,6 +41,12 @@ for mpi in openmpi mpich; do
         fail "build/$mpi" "make MPI=$mpi failed" "$work/build-$mpi.log"
     fi
 done
+# the library with AddressSanitizer, for a randomized ring run in the guest
+if make --no-print-directory -s MPI=openmpi ASAN=1 >"$work/build-asan.log" 2>&1; then
+    pass "build/openmpi-asan"
+else
+    fail "build/openmpi-asan" "make MPI=openmpi ASAN=1 failed" "$work/build-asan.log"
+fi
 if make --no-print-directory -s unit-tests rdma-tests >"$work/build-unit.log" 2>&1; then
     pass "build/unit"
 else

@@ -277,7 +277,8 @@ void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
  * resend) or, failing the checks, the application's. */
 void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
                    const MPI_Status *st);
-/* A ring message a matched probe hands out: as a real MPI message. */
+/* A ring message a matched probe hands out: as a real MPI message (m,
+ * out of the store, is owned and freed by the probe module from here). */
 int hb_p2p_ring_message(struct p2p_msg *m, MPI_Comm comm, MPI_Message *msg);
 
 /* Receiver, revokes (p2p_revoke.c): a pair granted (counts on A's

@@ -16,6 +16,10 @@
 #  .../idle                      the same with channels revoked after 16 of
 #        the receiver's calls without a record (HOTBUF_P2P_IDLE=16), freed
 #        once every pair on them is revoked (report: channels freed > 0).
+#  .../asan                      the same with hotbuf built with
+#        AddressSanitizer (make ASAN=1): no heap error, in hotbuf or in the
+#        MPI calls it makes (a use-after-free there broke Open MPI's heap
+#        at a later free, far from its cause).
 #  .../credits                   the same with a small channel and credits
 #        held until a bucket is all free (HOTBUF_TEST_P2P_BUDGET,
 #        HOTBUF_TEST_P2P_HOLD_CREDITS): sends without a slot go by MPI.
@@ -54,14 +58,24 @@ random() {
     local plain=$work/plain-$mpi-$n.out r=$work/$mpi-$n-$variant
     local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT)
     [ -f "$plain" ] || P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$plain" 2>"$plain.err"
+    local hb=()
+    if [ "$variant" = asan ]; then # the library built with ASAN=1
+        hb=(--lib=build/$mpi-asan/libhotbuf.so)
+        [ $mpi = openmpi ] && opt+=(-x ASAN_OPTIONS)
+        set -- "$@" ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=64:halt_on_error=1
+    fi
     env "$@" P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
-        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run -- \
+        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run "${hb[@]}" -- \
         mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$r.out" 2>"$r.err"
     local rc=$? ring
     ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
     if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$SEEDS" ] ||
        ! cmp -s "$plain" "$r.out"; then
         diff "$plain" "$r.out" | head -5 >>"$r.err"
+        # AddressSanitizer's finding: what, where, and where the memory came from
+        grep -q 'ERROR: AddressSanitizer' "$r.err" &&
+            grep -v '^ *0x\|Shadow\|^$' "$r.err" | grep -A14 -m1 'ERROR: AddressSanitizer' >"$r.err.asan" &&
+            mv "$r.err.asan" "$r.err"
         fail "$name" "digests differ from plain MPI (exit $rc)" "$r.err"
     elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0')" != True ] ||
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
@@ -134,6 +148,7 @@ for n in 2 4; do
     random openmpi $n revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2 \
         $([ $n = 4 ] && echo HOTBUF_TEST_P2P_FAULT=40)
 done
+random openmpi 2 asan ""
 random mpich 2 ask ""
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
