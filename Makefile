@@ -55,9 +55,9 @@ UTIL_SRC := $(wildcard shim/util/*.c)
 # Report sections (*_stats.c) are MPI-free too: the report's unit test renders them.
 STATS_SRC := $(wildcard shim/*/*_stats.c)
 # Point-to-point's MPI-free parts: matching, the release merge, the sender's
-# order bookkeeping, the channel's slots.
+# order bookkeeping, the channel's slots, the grant policy.
 P2P_FREE_SRC := shim/p2p/p2p_match.c shim/p2p/p2p_merge.c shim/p2p/p2p_pair.c \
-                shim/p2p/p2p_slots.c
+                shim/p2p/p2p_slots.c shim/p2p/p2p_policy.c
 CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(wildcard shim/track/*.c) \
             shim/report/report_local.c shim/report/report_merge.c shim/report/report_render.c \

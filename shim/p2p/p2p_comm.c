@@ -260,10 +260,11 @@ struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
     if (c->state == COMM_PULLED)
         return c;
     uint64_t due = p2p.mode == P2P_MODE_AFTER ? p2p.after_n : 0;
+    c->recv_calls++;     /* after:N, and the grant policy's count */
     hb_p2p_grant_poll(); /* a grant may pull c right here */
     if (c->state == COMM_PULLED)
         return c;
-    if (p2p.mode == P2P_MODE_AUTO || c->recv_calls++ < due || enter_pull(c))
+    if (p2p.mode == P2P_MODE_AUTO || c->recv_calls <= due || enter_pull(c))
         return NULL;
     return c;
 }

@@ -22,6 +22,7 @@
 
 #include "core/host.h"
 #include "p2p_int.h"
+#include "p2p_policy.h"
 
 #define HB_CTRL_EVERY                                                          \
     16 /* wrapper entries per look at the handshake
@@ -192,10 +193,13 @@ struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest)
     return tp;
 }
 
-void hb_p2p_ask(struct p2p_txpair *tp)
+void hb_p2p_ask(struct p2p_txpair *tp, uint32_t uses, uint32_t bytes)
 {
-    struct hb_ctrl m = {
-        .kind = HB_CTRL_REQ, .token = tp->token, .host = hb_host_hash()};
+    struct hb_ctrl m = {.kind = HB_CTRL_REQ,
+                        .token = tp->token,
+                        .host = hb_host_hash(),
+                        .uses = uses,
+                        .bytes = bytes};
     if (hb_p2p_name_claim(tp->c->comm, &m.claim) != HB_P2P_NAMED) {
         tp->state = TX_REFUSED;
         tp->retry_at = UINT64_MAX; /* no name, never */
@@ -294,7 +298,24 @@ static int new_rxpair(struct p2p_comm *c, int src, int world)
     return 0;
 }
 
-/* Why B refuses A's request, or -1 to grant: the checks, then pull. */
+/* The policy (p2p_policy.h), from B's receive calls on c; the test switch
+ * that makes every pair ask grants every valid request too. */
+static int worth_it(const struct p2p_comm *c, const struct hb_ctrl *m)
+{
+    struct hb_grant_case gc = {.pulled = c->state == COMM_PULLED,
+                               .receives = c->recv_calls,
+                               .uses = m->uses,
+                               .bytes = m->bytes,
+                               .pull_ns = p2p.ctx->cfg->p2p_pull_ns};
+    struct hb_grant_verdict v;
+    if (p2p.ask_always)
+        return 1;
+    hb_p2p_grant_weigh(p2p.ctx->cost, &gc, &v);
+    return v.grant;
+}
+
+/* Why B refuses A's request, or -1 to grant: the checks, the policy, then
+ * pull. */
 static int judge(const struct hb_ctrl *m, int world, struct p2p_comm **cp)
 {
     struct p2p_comm *c = p2p.ring ? by_name(&m->claim) : NULL;
@@ -309,6 +330,8 @@ static int judge(const struct hb_ctrl *m, int world, struct p2p_comm **cp)
         hb_p2p_comm_worlds(c) || m->claim.rank < 0 ||
         m->claim.rank >= c->size || c->world[m->claim.rank] != world)
         return HB_P2P_REFUSE_UNNAMED;
+    if (!worth_it(c, m))
+        return HB_P2P_REFUSE_NOT_WORTH;
     if (c->state != COMM_PULLED && hb_p2p_comm_pull(c))
         return HB_P2P_REFUSE_NO_PULL;
     if (new_cid(c) || new_rxpair(c, m->claim.rank, world))

@@ -34,7 +34,7 @@ struct p2p_comm {
     uint64_t key; /* the MPI_Comm handle's bits */
     MPI_Comm comm;
     int state;           /* enum p2p_comm_state */
-    uint64_t recv_calls; /* receive-side calls seen (after:N) */
+    uint64_t recv_calls; /* receive calls while not pulled (after:N, policy) */
     struct hb_pm m;      /* matcher, while pulled */
     struct hb_list link; /* on p2p.pulled */
     int pending;         /* hotbuf receives posted or matched, not done */
@@ -300,7 +300,9 @@ void hb_p2p_grant_stop(void);
 void hb_p2p_grant_poll(void); /* at wrapper entries (rate-limited) */
 /* The pair (c, dest) of a send, made on first use; NULL: none. */
 struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
-void hb_p2p_ask(struct p2p_txpair *tp); /* REQ, never blocks */
+/* REQ, never blocks; the hot buffer's uses so far (0: a persistent send)
+ * and its size, for the receiver's policy (p2p_policy.h). */
+void hb_p2p_ask(struct p2p_txpair *tp, uint32_t uses, uint32_t bytes);
 /* A handshake message to world rank w on p2p.ctrl (counted for the drain
  * at MPI_Finalize), never blocking. */
 int hb_p2p_ctrl_send(const struct hb_ctrl *m, int w); /* 0 or -1 */

@@ -31,23 +31,31 @@
 #include "core/track_mpi.h"
 #include "p2p_int.h"
 
+/* The send family by mode, for the int and the large-count forms alike
+ * (SFX empty or _c). */
+#define PMPI_SEND_BY_MODE(SFX)                                                 \
+    switch (mode) {                                                            \
+    case HB_P2P_SSEND:                                                         \
+        return PMPI_Ssend##SFX(buf, count, type, dest, tag, comm);             \
+    case HB_P2P_RSEND:                                                         \
+        return PMPI_Rsend##SFX(buf, count, type, dest, tag, comm);             \
+    case HB_P2P_BSEND:                                                         \
+        return PMPI_Bsend##SFX(buf, count, type, dest, tag, comm);             \
+    case HB_P2P_ISEND:                                                         \
+        return PMPI_Isend##SFX(buf, count, type, dest, tag, comm, req);        \
+    case HB_P2P_ISSEND:                                                        \
+        return PMPI_Issend##SFX(buf, count, type, dest, tag, comm, req);       \
+    case HB_P2P_IRSEND:                                                        \
+        return PMPI_Irsend##SFX(buf, count, type, dest, tag, comm, req);       \
+    case HB_P2P_IBSEND:                                                        \
+        return PMPI_Ibsend##SFX(buf, count, type, dest, tag, comm, req);       \
+    default: return PMPI_Send##SFX(buf, count, type, dest, tag, comm);         \
+    }
+
 static int pmpi_send(int mode, const void *buf, int count, MPI_Datatype type,
                      int dest, int tag, MPI_Comm comm, MPI_Request *req)
 {
-    switch (mode) {
-    case HB_P2P_SSEND: return PMPI_Ssend(buf, count, type, dest, tag, comm);
-    case HB_P2P_RSEND: return PMPI_Rsend(buf, count, type, dest, tag, comm);
-    case HB_P2P_BSEND: return PMPI_Bsend(buf, count, type, dest, tag, comm);
-    case HB_P2P_ISEND:
-        return PMPI_Isend(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_ISSEND:
-        return PMPI_Issend(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_IRSEND:
-        return PMPI_Irsend(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_IBSEND:
-        return PMPI_Ibsend(buf, count, type, dest, tag, comm, req);
-    default: return PMPI_Send(buf, count, type, dest, tag, comm);
-    }
+    PMPI_SEND_BY_MODE()
 }
 
 /* The pair of a send to dest on comm, or NULL (no ring, not ours). */
@@ -94,13 +102,22 @@ static int ring_mode(int mode)
     return mode != HB_P2P_SSEND && mode != HB_P2P_ISSEND;
 }
 
-/* Asks for a grant when this call is hot (or always, for tests). */
-static void maybe_ask(struct p2p_txpair *tp, int hot)
+/* What the tracker said of the call being sent. */
+struct sent_call {
+    int hot;
+    uint32_t uses;  /* of its buffer so far (0: a persistent send's promise) */
+    uint32_t bytes; /* its extent */
+    uint16_t site;  /* the call site to credit */
+};
+
+/* Asks for a grant when this call is hot (or always, for tests); the
+ * receiver weighs the buffer's uses and size (p2p_policy.h). */
+static void maybe_ask(struct p2p_txpair *tp, const struct sent_call *k)
 {
     if (tp->state == TX_IDLE ||
         (tp->state == TX_REFUSED && tp->sends >= tp->retry_at))
-        if (hot || p2p.ask_always)
-            hb_p2p_ask(tp);
+        if (k->hot || p2p.ask_always)
+            hb_p2p_ask(tp, k->uses, k->bytes);
 }
 
 /* bytes of contiguous data by ring: 1 zero-copy, 0 copied, -1 not (MPI
@@ -137,45 +154,46 @@ static void send_req_done(struct p2p_req *r)
     hb_p2p_req_insert(r);
 }
 
-/* One send on pair tp, by ring when it can (1), else 0: the caller sends
- * by MPI, the pair's bookkeeping done.  site: the call site to credit. */
+/* One send of call k on pair tp, by ring when it can (1), else 0: the
+ * caller sends by MPI, the pair's bookkeeping done. */
 static int send_on_pair(struct p2p_txpair *tp, int ring_ok, const void *buf,
-                        uint64_t bytes, int tag, int hot, uint16_t site)
+                        uint64_t bytes, int tag, const struct sent_call *k)
 {
-    int ring = ring_ok ? by_ring(tp, buf, bytes, tag, hot) : -1;
+    int ring = ring_ok ? by_ring(tp, buf, bytes, tag, k->hot) : -1;
     tp->sends++;
-    p2p.stats.hot_missed += hot && ring != 1 && live(tp);
+    p2p.stats.hot_missed += k->hot && ring != 1 && live(tp);
     if (ring >= 0) {
-        if (site != HB_SITE_NONE)
-            hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, site);
+        if (k->site != HB_SITE_NONE)
+            hb_tracker_count_rerouted(p2p.ctx->tracker, HB_OP_SEND, k->site);
         return 1;
     }
     mpi_on_pair(tp);
-    maybe_ask(tp, hot);
+    maybe_ask(tp, k);
     return 0;
 }
 
-/* The call hb_track recorded last: hot or not, and its site. */
-static int last_call(uint16_t *site)
+/* The call hb_track recorded last. */
+static struct sent_call last_call(void)
 {
     struct hb_entry *e = hb_track_last;
     hb_track_last = NULL;
-    *site = hb_tracker_call_site(e);
-    return hb_tracker_call_hot(e);
+    return (struct sent_call){.hot = hb_tracker_call_hot(e),
+                              .uses = e ? e->uses : 1,
+                              .bytes = e ? e->size : 0,
+                              .site = hb_tracker_call_site(e)};
 }
 
 int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
                 int dest, int tag, MPI_Comm comm, MPI_Request *req)
 {
     struct p2p_txpair *tp = pair_of(comm, dest);
-    uint16_t site;
-    int hot = last_call(&site);
+    struct sent_call k = last_call();
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
     uint64_t bytes =
         ring_mode(mode) && live(tp) ? hb_dt_contiguous_bytes(count, type) : 0;
     struct p2p_req *r = req && bytes ? send_req_new(comm) : NULL;
-    if (send_on_pair(tp, bytes && (!req || r), buf, bytes, tag, hot, site)) {
+    if (send_on_pair(tp, bytes && (!req || r), buf, bytes, tag, &k)) {
         if (r) {
             send_req_done(r);
             *req = r->handle;
@@ -191,14 +209,13 @@ int hb_p2p_send_half_ring(const void *buf, MPI_Count count, MPI_Datatype type,
                           int dest, int tag, MPI_Comm comm)
 {
     struct p2p_txpair *tp = pair_of(comm, dest);
-    uint16_t site;
-    int hot = last_call(&site);
+    struct sent_call k = last_call();
     uint64_t bytes = 0;
     if (!tp)
         return 0;
     if (live(tp) && count >= 0 && count <= INT_MAX)
         bytes = hb_dt_contiguous_bytes((int)count, type);
-    return send_on_pair(tp, bytes != 0, buf, bytes, tag, hot, site);
+    return send_on_pair(tp, bytes != 0, buf, bytes, tag, &k);
 }
 
 void hb_p2p_send_half(MPI_Comm comm, int dest)
@@ -215,20 +232,7 @@ static int pmpi_send_c(int mode, const void *buf, MPI_Count count,
                        MPI_Datatype type, int dest, int tag, MPI_Comm comm,
                        MPI_Request *req)
 {
-    switch (mode) {
-    case HB_P2P_SSEND: return PMPI_Ssend_c(buf, count, type, dest, tag, comm);
-    case HB_P2P_RSEND: return PMPI_Rsend_c(buf, count, type, dest, tag, comm);
-    case HB_P2P_BSEND: return PMPI_Bsend_c(buf, count, type, dest, tag, comm);
-    case HB_P2P_ISEND:
-        return PMPI_Isend_c(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_ISSEND:
-        return PMPI_Issend_c(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_IRSEND:
-        return PMPI_Irsend_c(buf, count, type, dest, tag, comm, req);
-    case HB_P2P_IBSEND:
-        return PMPI_Ibsend_c(buf, count, type, dest, tag, comm, req);
-    default: return PMPI_Send_c(buf, count, type, dest, tag, comm);
-    }
+    PMPI_SEND_BY_MODE(_c)
 }
 #endif
 
@@ -315,7 +319,11 @@ int hb_p2p_psend_start(MPI_Request req)
         r->comm = s->comm;
         r->psend = 1;
     }
-    if (!send_on_pair(tp, r != NULL, s->buf, s->bytes, s->tag, 1, s->site)) {
+    struct sent_call k = {.hot = 1,
+                          .bytes = s->bytes > UINT32_MAX ? UINT32_MAX
+                                                         : (uint32_t)s->bytes,
+                          .site = s->site};
+    if (!send_on_pair(tp, r != NULL, s->buf, s->bytes, s->tag, &k)) {
         if (r)
             hb_p2p_req_release(r);
         return 0;

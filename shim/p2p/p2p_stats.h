@@ -31,7 +31,9 @@ enum hb_p2p_off_reason { HB_P2P_OFF_REASONS(HB_REPORT_ENUM) HB_P2P_NREASONS };
     _(HB_P2P_REFUSE_NO_PULL, "no_pull")      /* cannot match there */          \
     _(HB_P2P_REFUSE_BUDGET, "budget")        /* no memory for the channel */   \
     _(HB_P2P_REFUSE_CHANNEL, "channel")      /* the sender could not use it */ \
-    _(HB_P2P_REFUSE_INTRANODE, "intranode") /* same node: MPI's shared memory */
+    _(HB_P2P_REFUSE_INTRANODE,                                                 \
+      "intranode") /* same node: MPI's shared memory */                        \
+    _(HB_P2P_REFUSE_NOT_WORTH, "not_worth") /* the policy: pull costs more */
 
 enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
 

@@ -90,6 +90,8 @@ struct hb_ctrl {
     int32_t why;    /* REFUSE: enum hb_p2p_refusal */
     uint32_t epoch; /* GRANT: the channel's generation (credits carry it) */
     uint32_t rseq;  /* REVOKED: the sender's last record to the receiver */
+    uint32_t uses;  /* REQ: the hot buffer's uses so far (0: persistent) */
+    uint32_t bytes; /* REQ: its message size */
     uint32_t pad;
 };
 

@@ -27,6 +27,9 @@
 #        left behind in a freed communicator, persistent sends after ring
 #        messages, a partial last element, a large-count send between ring
 #        messages: output as plain MPI's.
+#  p2p_ring/policy/FLAVOUR/np2/coldN  tests/mpi/p2p_cold_mix: a hot buffer
+#        alone on its communicator is granted; among 20 cold messages a
+#        round the receiver refuses (not_worth): output as plain MPI's.
 #  p2p_ring/pingpong/FLAVOUR/npN tests/mpi/p2p_pingpong: a ping-pong and
 #        halo exchanges with reused buffers (Send, 3+ ranks; Isend,
 #        persistent, Sendrecv): results as plain MPI, every hot send on a
@@ -128,11 +131,38 @@ cases() {
     fi
 }
 
+# policy MPI COLD CHECK: tests/mpi/p2p_cold_mix (a hot 1 KiB buffer among
+# COLD cold messages per round on one communicator), grants asked for by
+# hotness alone: output as plain MPI's, and CHECK on the report.
+policy() {
+    local mpi=$1 cold=$2 check=$3 name=p2p_ring/policy/$1/np2/cold$2
+    only "$name" || return 0
+    local prog=build/$mpi/tests/p2p_cold_mix r=$work/policy-$mpi-$cold
+    local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
+    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 100 $cold >"$r.plain" 2>"$r.plain.err"
+    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
+        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 300 tools/hotbuf-run -- \
+        mpiexec.$mpi "${opt[@]}" -n 2 $prog 100 $cold >"$r.out" 2>"$r.err"
+    local rc=$?
+    if [ $rc != 0 ] || ! grep -q ' errors 0 ' "$r.plain" || ! cmp -s "$r.plain" "$r.out"; then
+        cat "$r.out" >>"$r.err"
+        fail "$name" "output differs from plain MPI (exit $rc)" "$r.err"
+    elif [ "$(json "$r.json" "$check")" != True ]; then
+        fail "$name" "not what the policy must do: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
+    else
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(asked)d asked, %(granted)d granted, refused %(grants_refused)s" % r["p2p"]["ring"]'))"
+    fi
+}
+
 pingpong openmpi 2
 pingpong openmpi 4
 pingpong mpich 2
 cases openmpi
 cases mpich
+# the grant policy: the hot buffer alone is granted; among 20 cold
+# messages a round it is refused (pull would cost more than it saves)
+policy openmpi 0 'r["p2p"]["ring"]["granted"] > 0 and r["p2p"]["ring"]["ring_msgs"] > 0'
+policy openmpi 20 'r["p2p"]["ring"]["grants_refused"].get("not_worth", 0) > 0 and r["p2p"]["ring"]["granted"] == 0 and r["p2p"]["ring"]["ring_msgs"] == 0'
 # The randomized differential runs (issue 13's acceptance), P2P_RING_SEEDS
 # seeds per launch.  P2P_RING_RANDOM=0 leaves them out (a quick run).
 [ "${P2P_RING_RANDOM:-1}" = 1 ] || exit 0

@@ -122,6 +122,7 @@ static const struct {
     {"HOTBUF_P2P", "1"},
     {"HOTBUF_P2P_PULL", "auto"},
     {"HOTBUF_P2P_RING", "0"},
+    {"HOTBUF_P2P_PULL_NS", "1000"},
     {"HOTBUF_P2P_IDLE", "65536"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
@@ -388,6 +389,7 @@ static void test_invalid(void)
     expect_invalid("HOTBUF_THRESHOLD", "2147483648", "0..2147483647");
     expect_invalid("HOTBUF_THRESHOLD", "-1", "0..2147483647");
     expect_invalid("HOTBUF_P2P_IDLE", "-1", "0..2147483647");
+    expect_invalid("HOTBUF_P2P_PULL_NS", "-5", "0..1e+09");
     expect_invalid("HOTBUF_P2P_IDLE", "64K", "0..2147483647"); /* a count */
     expect_invalid("HOTBUF_ADAPT_CHAIN", "1", "2..1000000");
     expect_invalid("HOTBUF_MAX_SITES", "65536", "16..65535");
@@ -490,6 +492,7 @@ static const struct {
     {"HOTBUF_P2P", "0"},
     {"HOTBUF_P2P_PULL", "all"},
     {"HOTBUF_P2P_RING", "1"},
+    {"HOTBUF_P2P_PULL_NS", "250"},
     {"HOTBUF_P2P_IDLE", "100"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
