@@ -110,6 +110,7 @@ static void drop_pairs(struct p2p_comm *c)
     free(c->rx);
     free(c->tx);
     free(c->world);
+    free(c->recvs_from);
 }
 
 /* Drops everything hotbuf holds for c (its messages were claimed from a
@@ -252,7 +253,20 @@ int hb_p2p_comm_worlds(struct p2p_comm *c)
     return 0;
 }
 
-struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
+/* The policy's counts (p2p_policy.h): receives on c, and those naming
+ * each source (the array made at the first one; without it, none). */
+static void count_recv(struct p2p_comm *c, int source)
+{
+    c->recv_calls++;
+    if (source < 0 || source >= c->size)
+        return;
+    if (!c->recvs_from)
+        c->recvs_from = calloc((size_t)c->size, sizeof(*c->recvs_from));
+    if (c->recvs_from)
+        c->recvs_from[source]++;
+}
+
+struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm, int source)
 {
     struct p2p_comm *c = hb_p2p_comm_get(comm);
     if (!c || c->state == COMM_OFF)
@@ -260,8 +274,8 @@ struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm)
     if (c->state == COMM_PULLED)
         return c;
     uint64_t due = p2p.mode == P2P_MODE_AFTER ? p2p.after_n : 0;
-    c->recv_calls++;     /* after:N, and the grant policy's count */
-    hb_p2p_grant_poll(); /* a grant may pull c right here */
+    count_recv(c, source); /* after:N, and the grant policy */
+    hb_p2p_grant_poll();   /* a grant may pull c right here */
     if (c->state == COMM_PULLED)
         return c;
     if (p2p.mode == P2P_MODE_AUTO || c->recv_calls <= due || enter_pull(c))

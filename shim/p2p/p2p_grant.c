@@ -199,7 +199,9 @@ void hb_p2p_ask(struct p2p_txpair *tp, uint32_t uses, uint32_t bytes)
                         .token = tp->token,
                         .host = hb_host_hash(),
                         .uses = uses,
-                        .bytes = bytes};
+                        .bytes = bytes,
+                        .sends = tp->sends > UINT32_MAX ? UINT32_MAX
+                                                        : (uint32_t)tp->sends};
     if (hb_p2p_name_claim(tp->c->comm, &m.claim) != HB_P2P_NAMED) {
         tp->state = TX_REFUSED;
         tp->retry_at = UINT64_MAX; /* no name, never */
@@ -298,12 +300,15 @@ static int new_rxpair(struct p2p_comm *c, int src, int world)
     return 0;
 }
 
-/* The policy (p2p_policy.h), from B's receive calls on c; the test switch
- * that makes every pair ask grants every valid request too. */
+/* The policy (p2p_policy.h), from B's receive calls on c and A's counts
+ * in the request; the test switch that makes every pair ask grants every
+ * valid request too. */
 static int worth_it(const struct p2p_comm *c, const struct hb_ctrl *m)
 {
+    uint64_t from_a = c->recvs_from ? c->recvs_from[m->claim.rank] : 0;
     struct hb_grant_case gc = {.pulled = c->state == COMM_PULLED,
-                               .receives = c->recv_calls,
+                               .others = c->recv_calls - from_a,
+                               .sends = m->sends,
                                .uses = m->uses,
                                .bytes = m->bytes,
                                .pull_ns = p2p.ctx->cfg->p2p_pull_ns};

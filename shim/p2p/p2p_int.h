@@ -33,12 +33,13 @@ enum p2p_comm_state { COMM_NORMAL, COMM_PULLED, COMM_OFF };
 struct p2p_comm {
     uint64_t key; /* the MPI_Comm handle's bits */
     MPI_Comm comm;
-    int state;           /* enum p2p_comm_state */
-    uint64_t recv_calls; /* receive calls while not pulled (after:N, policy) */
-    struct hb_pm m;      /* matcher, while pulled */
-    struct hb_list link; /* on p2p.pulled */
-    int pending;         /* hotbuf receives posted or matched, not done */
-    int free_deferred;   /* the application freed it: free at pending 0 */
+    int state;            /* enum p2p_comm_state */
+    uint64_t recv_calls;  /* receive calls while not pulled (after:N, policy) */
+    uint32_t *recvs_from; /* [size]: those naming each source (policy) */
+    struct hb_pm m;       /* matcher, while pulled */
+    struct hb_list link;  /* on p2p.pulled */
+    int pending;          /* hotbuf receives posted or matched, not done */
+    int free_deferred;    /* the application freed it: free at pending 0 */
     /* part 2 (p2p_chan.c): members' world ranks, pairs by rank in c */
     int size, rank;
     int *world;             /* NULL until a pair needs it */
@@ -208,9 +209,10 @@ void hb_p2p_bridge_stop(void);
 
 /* p2p_comm.c */
 struct p2p_comm *hb_p2p_comm_get(MPI_Comm comm); /* NULL: not ours */
-/* A receive-side call on comm: counts it, enters pull when due.  Returns
- * the communicator when pulled, else NULL (go to PMPI). */
-struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm);
+/* A receive-side call on comm from source (or MPI_ANY_SOURCE): counts it,
+ * enters pull when due.  Returns the communicator when pulled, else NULL
+ * (go to PMPI). */
+struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm, int source);
 void hb_p2p_claim(struct p2p_comm *c);        /* unless busy */
 void hb_p2p_claim_locked(struct p2p_comm *c); /* busy set by the caller */
 void hb_p2p_comm_release_pending(struct p2p_comm *c);

@@ -12,11 +12,19 @@
  * buffer hot).  So the receiver weighs, from counts it has at the
  * request:
  *
- *   saving = uses x (C(bytes) - V)        the hot buffer's messages so far
- *   cost   = (receives - uses) x pull_ns  every other receive on c so far
+ *   saving = uses x (C(bytes) - V)      the hot buffer's messages so far
+ *   cost   = cold x pull_ns             every other message on c so far
  *
  * and grants when saving >= cost: the past mix stands for the future one
- * (the buffer turned hot because the traffic repeats).  A communicator
+ * (the buffer turned hot because the traffic repeats).  The other
+ * receives are counted on both sides, each where it is known: the
+ * receiver's receives on c that do not name A (other senders, wildcards),
+ * up to the time it looks at the request, and A's own sends to B on c
+ * that were not the hot buffer's, up to the time it asked.  (The
+ * receiver's total minus the sender's uses mixes two times: a receiver
+ * that looks at the request late has received more of the hot buffer's
+ * messages meanwhile, and refused a hot buffer alone on its
+ * communicator.)  A communicator
  * already pulled costs nothing more, so a pair there is granted; so is a
  * persistent send (uses 0: the request is the user's promise of reuse,
  * and no count exists yet).  The policy only says whether: a refusal
@@ -31,11 +39,12 @@
 #include "track/costmodel.h"
 
 struct hb_grant_case {
-    int pulled;        /* the communicator is pulled already */
-    uint64_t receives; /* the receiver's receive calls on it so far */
-    uint32_t uses;     /* uses of the sender's hot buffer (0: persistent) */
-    uint32_t bytes;    /* its message size */
-    double pull_ns;    /* a receive under pull, over MPI's own */
+    int pulled;      /* the communicator is pulled already */
+    uint64_t others; /* the receiver's receives on it not naming A */
+    uint32_t sends;  /* A's sends to B on it, when it asked */
+    uint32_t uses;   /* uses of its hot buffer then (0: persistent) */
+    uint32_t bytes;  /* its message size */
+    double pull_ns;  /* a receive under pull, over MPI's own */
 };
 
 struct hb_grant_verdict {

@@ -19,7 +19,7 @@ static struct p2p_msg *look(struct p2p_comm *c, int source, int tag)
 
 static struct p2p_comm *pulled(int source, MPI_Comm comm)
 {
-    return source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
+    return source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm, source);
 }
 
 static void answer(const struct p2p_msg *m, MPI_Status *st)

@@ -29,7 +29,7 @@ static struct p2p_req *managed(MPI_Comm comm, void *buf, MPI_Count count,
                                MPI_Datatype type, int source, int tag,
                                struct p2p_comm **cp)
 {
-    *cp = source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm);
+    *cp = source == MPI_PROC_NULL ? NULL : hb_p2p_comm_recv_call(comm, source);
     return *cp ? new_recv(*cp, buf, count, type, source, tag) : NULL;
 }
 
@@ -136,7 +136,7 @@ int hb_p2p_start(MPI_Request *req)
         return MPI_SUCCESS;
     if (!r || !r->persistent || r->state != RQ_INACTIVE)
         return PMPI_Start(req); /* MPI raises what must be raised */
-    c = hb_p2p_comm_recv_call(r->comm);
+    c = hb_p2p_comm_recv_call(r->comm, r->n.source);
     if (c) {
         r->seq = 0;
         hb_p2p_req_post(c, r);

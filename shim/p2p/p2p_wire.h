@@ -92,7 +92,7 @@ struct hb_ctrl {
     uint32_t rseq;  /* REVOKED: the sender's last record to the receiver */
     uint32_t uses;  /* REQ: the hot buffer's uses so far (0: persistent) */
     uint32_t bytes; /* REQ: its message size */
-    uint32_t pad;
+    uint32_t sends; /* REQ: the sender's sends to the receiver on c */
 };
 
 #endif

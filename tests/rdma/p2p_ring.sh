@@ -150,7 +150,7 @@ policy() {
     elif [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "not what the policy must do: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(asked)d asked, %(granted)d granted, refused %(grants_refused)s" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%d ring messages, %d asked, %d granted, %d refused (not_worth)" % (r["p2p"]["ring"]["ring_msgs"], r["p2p"]["ring"]["asked"], r["p2p"]["ring"]["granted"], r["p2p"]["ring"]["grants_refused"]["not_worth"])'))"
     fi
 }
 
