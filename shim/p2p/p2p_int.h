@@ -327,7 +327,8 @@ void hb_p2p_revoke_answer_owed(void);
 void hb_p2p_send_marker(MPI_Comm comm, int dest, uint32_t k);
 /* The send half of a Sendrecv(_replace): 1 when it went by ring (its
  * data is out of buf), 0 when the caller must send it by MPI (the pair's
- * bookkeeping is done).  hb_p2p_send_half: always by MPI (Isendrecv). */
+ * bookkeeping is done).  hb_p2p_send_half: always by MPI (a large-count
+ * send). */
 int hb_p2p_send_half_ring(const void *buf, MPI_Count count, MPI_Datatype type,
                           int dest, int tag, MPI_Comm comm);
 void hb_p2p_send_half(MPI_Comm comm, int dest);

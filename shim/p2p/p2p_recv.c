@@ -82,10 +82,12 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
     hb_p2p_req_insert(r);
 }
 
-int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
-                 int tag, MPI_Comm comm, MPI_Request *req)
+/* A nonblocking receive: hotbuf's when comm is pulled, else MPI's (known
+ * to the migration). */
+static int recv_nonblocking(void *buf, MPI_Count count, MPI_Datatype type,
+                            int source, int tag, MPI_Comm comm,
+                            MPI_Request *req)
 {
-    HB_P2P_ROUTE(irecv);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, tag, &c);
     if (r && hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
@@ -102,6 +104,13 @@ int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
     hb_p2p_req_post(c, r);
     *req = r->handle;
     return MPI_SUCCESS;
+}
+
+int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
+                 int tag, MPI_Comm comm, MPI_Request *req)
+{
+    HB_P2P_ROUTE(irecv);
+    return recv_nonblocking(buf, count, type, source, tag, comm, req);
 }
 
 /* Persistent receives keep MPI's handle; each Start decides where the
@@ -245,7 +254,10 @@ int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
                      MPI_Request *req)
 {
     HB_P2P_ROUTE(isendrecv);
-    hb_p2p_send_half(comm, dest);
+    /* by ring the send half is complete at once, and the request is the
+     * receive's (its status is the one Isendrecv gives) */
+    if (hb_p2p_send_half_ring(sbuf, scount, stype, dest, stag, comm))
+        return recv_nonblocking(rbuf, rcount, rtype, source, rtag, comm, req);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, rbuf, rcount, rtype, source, rtag, &c);
     int rc;
@@ -270,7 +282,9 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
                              MPI_Comm comm, MPI_Request *req)
 {
     HB_P2P_ROUTE(isendrecv_replace);
-    hb_p2p_send_half(comm, dest);
+    /* by ring the data is out of buf before the receive is posted */
+    if (hb_p2p_send_half_ring(buf, count, type, dest, stag, comm))
+        return recv_nonblocking(buf, count, type, source, rtag, comm, req);
     struct p2p_comm *c;
     struct p2p_req *r = managed(comm, buf, count, type, source, rtag, &c);
     int rc;

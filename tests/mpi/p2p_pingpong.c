@@ -8,10 +8,11 @@
  * halo:      every rank with its left and right neighbour on a ring:
  *            Irecv from both, MPI_Send to both, Waitall; one buffer pair
  *            per direction, reused ITERS times (3 ranks and more).
- * halo_isend, halo_persistent, halo_sendrecv: the same exchange by
- *            Isend + Irecv + Waitall of all four; by Send_init/Recv_init
- *            made once per size, then Startall + Waitall; by two Sendrecv
- *            (2 ranks and more).
+ * halo_isend, halo_persistent, halo_sendrecv, halo_isendrecv: the same
+ *            exchange by Isend + Irecv + Waitall of all four; by
+ *            Send_init/Recv_init made once per size, then Startall +
+ *            Waitall; by two Sendrecv; by two Isendrecv + Waitall (MPI-4:
+ *            MPICH here) (2 ranks and more).
  * Each message's bytes depend on (sender, iteration, size); the receiver
  * checks them.  Rank 0 prints one line per pattern: errors and a digest
  * of everything every rank received, compared with and without hotbuf. */
@@ -86,9 +87,20 @@ static void pingpong(int iters)
     report("pingpong", errors, h);
 }
 
-enum halo_style { HALO_SEND, HALO_ISEND, HALO_PERSISTENT, HALO_SENDRECV };
-static const char *const halo_name[] = {"halo", "halo_isend",
-                                        "halo_persistent", "halo_sendrecv"};
+enum halo_style {
+    HALO_SEND,
+    HALO_ISEND,
+    HALO_PERSISTENT,
+    HALO_SENDRECV,
+    HALO_ISENDRECV /* MPI-4 (MPICH here) */
+};
+static const char *const halo_name[] = {"halo", "halo_isend", "halo_persistent",
+                                        "halo_sendrecv", "halo_isendrecv"};
+#if MPI_VERSION >= 4
+#define HALO_LAST HALO_ISENDRECV
+#else
+#define HALO_LAST HALO_SENDRECV
+#endif
 
 struct halo {
     int left, right, n, tl, tr;  /* tl: tag of what goes left */
@@ -129,6 +141,15 @@ static void halo_step(struct halo *x, int style)
         MPI_Sendrecv(x->ol, n, MPI_BYTE, x->left, x->tl, x->ir, n, MPI_BYTE,
                      x->right, x->tl, w, MPI_STATUS_IGNORE);
         break;
+#if MPI_VERSION >= 4
+    case HALO_ISENDRECV:
+        MPI_Isendrecv(x->or_, n, MPI_BYTE, x->right, x->tr, x->il, n,
+                      MPI_BYTE, x->left, x->tr, w, &q[0]);
+        MPI_Isendrecv(x->ol, n, MPI_BYTE, x->left, x->tl, x->ir, n, MPI_BYTE,
+                      x->right, x->tl, w, &q[1]);
+        MPI_Waitall(2, q, st);
+        break;
+#endif
     }
 }
 
@@ -184,7 +205,7 @@ int main(int argc, char **argv)
         pingpong(iters);
     if (size >= 3)
         halo(iters, HALO_SEND);
-    for (int style = HALO_ISEND; size >= 2 && style <= HALO_SENDRECV; style++)
+    for (int style = HALO_ISEND; size >= 2 && style <= HALO_LAST; style++)
         halo(iters, style);
     MPI_Finalize();
     return 0;
