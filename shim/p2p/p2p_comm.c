@@ -253,12 +253,12 @@ int hb_p2p_comm_worlds(struct p2p_comm *c)
     return 0;
 }
 
-/* The policy's counts (p2p_policy.h): receives on c, and those naming
- * each source (the array made at the first one; without it, none). */
-static void count_recv(struct p2p_comm *c, int source)
+/* The policy's count of receives naming each source (p2p_policy.h), kept
+ * only with the ring on (the array made at the first one; without it,
+ * none): with it off every receive would pay for it. */
+static void count_from(struct p2p_comm *c, int source)
 {
-    c->recv_calls++;
-    if (source < 0 || source >= c->size)
+    if (!p2p.ring || source < 0 || source >= c->size)
         return;
     if (!c->recvs_from)
         c->recvs_from = calloc((size_t)c->size, sizeof(*c->recvs_from));
@@ -274,8 +274,9 @@ struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm, int source)
     if (c->state == COMM_PULLED)
         return c;
     uint64_t due = p2p.mode == P2P_MODE_AFTER ? p2p.after_n : 0;
-    count_recv(c, source); /* after:N, and the grant policy */
-    hb_p2p_grant_poll();   /* a grant may pull c right here */
+    c->recv_calls++; /* after:N, and the grant policy */
+    count_from(c, source);
+    hb_p2p_grant_poll(); /* a grant may pull c right here */
     if (c->state == COMM_PULLED)
         return c;
     if (p2p.mode == P2P_MODE_AUTO || c->recv_calls <= due || enter_pull(c))
