@@ -349,6 +349,21 @@ static void go_broken(void)
     atomic_fetch_add(&M.seq, 1);
 }
 
+/* Stopping: the thread closes the userfaultfd itself, before it exits.
+ * What it unmaps on its way out (thread-specific destructors; ASan frees
+ * its per-thread state so) may lie in a VMA that is still registered --
+ * one merged with a watched buffer's, or the remnant of a watched VMA the
+ * application partly unmapped, whose dead pages stop does not unregister
+ * -- and that munmap would wait for an event only this thread can read.
+ * Closing drops every registration and wakes any waiter.  teardown()
+ * sees fd -1 after the join and does not close it again. */
+static void close_own_fd(void)
+{
+    if (fd_is_ours())
+        close(M.fd);
+    M.fd = -1;
+}
+
 static void *monitor_main(void *arg)
 {
     struct pollfd p[2] = {{M.fd, POLLIN, 0}, {M.wakefd, POLLIN, 0}};
@@ -379,6 +394,7 @@ static void *monitor_main(void *arg)
         }
     }
     drain_events(); /* release anyone still waiting */
+    close_own_fd();
     return NULL;
 }
 
@@ -1026,7 +1042,7 @@ static void teardown(int joined_thread_running)
         do
             w = write(M.wakefd, &one, sizeof one);
         while (w < 0 && errno == EINTR);
-        pthread_join(M.thread, NULL);
+        pthread_join(M.thread, NULL); /* it closed M.fd (close_own_fd) */
     }
     if (M.fd >= 0 && ours)
         close(M.fd); /* drops every registration, wakes any waiter */

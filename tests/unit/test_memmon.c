@@ -1207,6 +1207,72 @@ static void broken_fd_test(void)
     CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* What the monitor thread itself unmaps on its way out (a thread-specific
+ * destructor; AddressSanitizer frees its per-thread state so) may lie in a
+ * VMA still registered: here the remnant of a watched VMA the application
+ * partly unmapped (the dead pages are not unregistered at stop).  Its
+ * munmap waits for an event only the monitor thread reads: the thread
+ * must drop its userfaultfd before it exits.  The ASan build of the
+ * library hung so in MPI_Finalize (pthread_join in hb_memmon_stop). */
+static pthread_key_t exit_key;
+static char *_Atomic exit_unmap_at;
+
+static void unmap_at_thread_exit(void *p)
+{
+    munmap(p, PG);
+}
+
+static void exit_cb(void *ctx, const void *addr, size_t len)
+{
+    char *p = atomic_exchange(&exit_unmap_at, NULL);
+
+    (void)ctx;
+    (void)addr;
+    (void)len;
+    if (p)
+        pthread_setspecific(exit_key, p); /* in the monitor thread */
+}
+
+static void stop_exit_unmap_test(void)
+{
+    int st = -1;
+    pid_t pid;
+
+    printf("== the monitor thread unmaps watched-VMA memory as it exits ==\n");
+    fflush(stdout);
+    pid = fork();
+    if (pid == 0) {
+        char why[256];
+        char *v;
+        int reg;
+
+        alarm(20); /* a hang is a failure, not a stuck suite */
+        if (pthread_key_create(&exit_key, unmap_at_thread_exit) != 0 ||
+            hb_memmon_start(exit_cb, &the_ctx, 0, why, sizeof why) != 0)
+            _exit(30);
+        v = map_anon(8 * PG);
+        if (hb_memmon_watch(v + 2 * PG, 2 * PG) != 0)
+            _exit(31);
+        atomic_store(&exit_unmap_at, v + 6 * PG);
+        munmap(v + 2 * PG, 2 * PG); /* the callback arms the destructor */
+        hb_memmon_sync_local();
+        reg = uffd_wp_flag(v + 6 * PG);
+        hb_memmon_stop();
+        printf("child: remnant registered before stop: %d; stop returned, "
+               "remnant unmapped by the thread's destructor: %d\n",
+               reg, !is_mapped(v + 6 * PG, PG));
+        fflush(stdout);
+        if (atomic_load(&exit_unmap_at) != NULL || is_mapped(v + 6 * PG, PG))
+            _exit(32);
+        _exit(reg == 1 ? 0 : 33);
+    }
+    waitpid(pid, &st, 0);
+    printf("child exit %d, signal %d (0/0: stop returned)\n",
+           WIFEXITED(st) ? WEXITSTATUS(st) : -1,
+           WIFSIGNALED(st) ? WTERMSIG(st) : 0);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void unprivileged_test(void)
 {
     int st = -1;
@@ -1385,6 +1451,7 @@ int main(void)
     ordering_tests();
     fork_tests();
     broken_fd_test();
+    stop_exit_unmap_test();
     unprivileged_test();
     CHECK(cb_ctx_ok);
     hb_memmon_stats(&s);
