@@ -37,8 +37,10 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     p2p.stats.mprobes++;
     hb_pm_take(&c->m, &m->n);
     p2p.n_unexp--;
-    if (m->kind == MSG_RING)
+    if (m->kind == MSG_RING) {
+        hb_p2p_sync_matched(m); /* a matched probe is the match */
         hb_p2p_ring_message(m, c->comm, msg);
+    }
     else
         *msg = m->msg;
     free(m);

@@ -30,8 +30,9 @@ struct hb_ring_hdr { /* HB_SLOT_HDR bytes, the payload follows */
 _Static_assert(sizeof(struct hb_ring_hdr) == HB_SLOT_HDR, "ring header");
 
 /* The immediate's 28 bits of class HB_IMM_CLASS_P2P (rdma.h):
- *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA) or count (CREDIT) */
-enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2 };
+ *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA), count (CREDIT) or
+ *   sync id (SYNC: a SYNC_ACK, p2p_sync.c) */
+enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2, HB_IMM_P2P_SYNC = 3 };
 #define HB_P2P_IMM(kind, bucket, n)                                            \
     (((uint32_t)(kind) << 25) | ((uint32_t)(bucket) << 22) |                   \
      ((uint32_t)(n)&0x3fffffu))
@@ -51,7 +52,12 @@ struct hb_inband {
 };
 
 /* ---- the grant handshake, on hotbuf's private communicator ------------ */
-enum { HB_CTRL_REQ = 1, HB_CTRL_GRANT = 2, HB_CTRL_REFUSE = 3 };
+enum {
+    HB_CTRL_REQ = 1,
+    HB_CTRL_GRANT = 2,
+    HB_CTRL_REFUSE = 3,
+    HB_CTRL_SYNC_ACK = 4 /* token: the sync id, after a fault */
+};
 
 struct hb_ctrl {
     uint32_t kind;  /* HB_CTRL_* */
