@@ -83,7 +83,7 @@ struct p2p_msg {
     int sync_world;
     uint32_t sync_id;
     struct hb_list sync_link; /* on p2p.sync_rx */
-    char copy[]; /* room for the payload (MSG_RING) */
+    char copy[];              /* room for the payload (MSG_RING) */
 };
 
 enum p2p_req_state {

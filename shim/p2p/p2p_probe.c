@@ -40,8 +40,7 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     if (m->kind == MSG_RING) {
         hb_p2p_sync_matched(m); /* a matched probe is the match */
         hb_p2p_ring_message(m, c->comm, msg);
-    }
-    else
+    } else
         *msg = m->msg;
     free(m);
 }
