@@ -68,7 +68,7 @@ pingpong() {
     local mpi=$1 n=$2 prog=build/$1/tests/p2p_pingpong name=p2p_ring/pingpong/$1/np$2
     local r=$work/pp-$mpi-$n opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     timeout 600 mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.plain" 2>"$r.plain.err"
-    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
+    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT_SITES=100 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 900 tools/hotbuf-run -- \
         mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.out" 2>"$r.err"
     local rc=$? ring; ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
