@@ -84,7 +84,7 @@ static void free_items(struct hb_list *q)
     while (!hb_list_empty(q)) {
         struct hb_list *l = hb_list_tail(q);
         hb_list_del(l);
-        free(hb_container_of(l, struct p2p_msg, g.link));
+        hb_p2p_msg_free(hb_container_of(l, struct p2p_msg, g.link));
     }
 }
 
@@ -123,7 +123,7 @@ static void drop(struct p2p_comm *c)
         while ((pm = hb_pm_first_unexpected(&c->m))) {
             hb_pm_take(&c->m, pm);
             p2p.n_unexp--;
-            free(hb_container_of(pm, struct p2p_msg, n));
+            hb_p2p_msg_free(hb_container_of(pm, struct p2p_msg, n));
         }
         hb_pm_fini(&c->m);
         hb_list_del(&c->link);

@@ -8,10 +8,10 @@
  * halo:      every rank with its left and right neighbour on a ring:
  *            Irecv from both, MPI_Send to both, Waitall; one buffer pair
  *            per direction, reused ITERS times (3 ranks and more).
- * halo_isend, halo_persistent, halo_sendrecv: the same exchange by
- *            Isend + Irecv + Waitall of all four; by Send_init/Recv_init
- *            made once per size, then Startall + Waitall; by two Sendrecv
- *            (2 ranks and more).
+ * halo_isend, halo_persistent, halo_sendrecv, halo_ssend: the same
+ *            exchange by Isend + Irecv + Waitall of all four; by
+ *            Send_init/Recv_init made once per size, then Startall +
+ *            Waitall; by two Sendrecv; by Irecv + Ssend (2 ranks and more).
  * Each message's bytes depend on (sender, iteration, size); the receiver
  * checks them.  Rank 0 prints one line per pattern: errors and a digest
  * of everything every rank received, compared with and without hotbuf. */
@@ -86,9 +86,15 @@ static void pingpong(int iters)
     report("pingpong", errors, h);
 }
 
-enum halo_style { HALO_SEND, HALO_ISEND, HALO_PERSISTENT, HALO_SENDRECV };
-static const char *const halo_name[] = {"halo", "halo_isend",
-                                        "halo_persistent", "halo_sendrecv"};
+enum halo_style {
+    HALO_SEND,
+    HALO_ISEND,
+    HALO_PERSISTENT,
+    HALO_SENDRECV,
+    HALO_SSEND
+};
+static const char *const halo_name[] = {"halo", "halo_isend", "halo_persistent",
+                                        "halo_sendrecv", "halo_ssend"};
 
 struct halo {
     int left, right, n, tl, tr;  /* tl: tag of what goes left */
@@ -110,6 +116,13 @@ static void halo_step(struct halo *x, int style)
         MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
         MPI_Send(x->or_, n, MPI_BYTE, x->right, x->tr, w);
         MPI_Send(x->ol, n, MPI_BYTE, x->left, x->tl, w);
+        MPI_Waitall(2, q, st);
+        break;
+    case HALO_SSEND: /* the receives are posted first: no deadlock */
+        MPI_Irecv(x->il, n, MPI_BYTE, x->left, x->tr, w, &q[0]);
+        MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
+        MPI_Ssend(x->or_, n, MPI_BYTE, x->right, x->tr, w);
+        MPI_Ssend(x->ol, n, MPI_BYTE, x->left, x->tl, w);
         MPI_Waitall(2, q, st);
         break;
     case HALO_ISEND:
@@ -184,7 +197,7 @@ int main(int argc, char **argv)
         pingpong(iters);
     if (size >= 3)
         halo(iters, HALO_SEND);
-    for (int style = HALO_ISEND; size >= 2 && style <= HALO_SENDRECV; style++)
+    for (int style = HALO_ISEND; size >= 2 && style <= HALO_SSEND; style++)
         halo(iters, style);
     MPI_Finalize();
     return 0;
