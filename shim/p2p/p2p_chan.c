@@ -386,10 +386,15 @@ static void peer_dead(int w)
     hb_p2p_sync_resend(w);
 }
 
+/* Per peer, not per live pair: after a revoke (and a new epoch, or none)
+ * the pair is off the ring, but a DATA_SYNC record it wrote may still
+ * wait for a SYNC_ACK that dies with the QP; only its RESEND brings the
+ * acknowledgement back (the model's revoke_fault). */
 int hb_p2p_chan_tx_failed(int b)
 {
     struct p2p_peer *p = peer(b);
-    if (p->tx_up && hb_transport_peer_state(ch.tr, b) == HB_PEER_FAILED)
+    if (!p->tx_dead && p->stage &&
+        hb_transport_peer_state(ch.tr, b) == HB_PEER_FAILED)
         peer_dead(b);
     return p->tx_dead;
 }

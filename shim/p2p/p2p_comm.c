@@ -102,6 +102,7 @@ static void drop_pairs(struct p2p_comm *c)
         }
     for (int i = 0; c->tx && i < c->size; i++)
         if (c->tx[i]) {
+            hb_p2p_sync_pair_gone(c->tx[i]);
             p2p.txs[c->tx[i]->token] = NULL;
             free(c->tx[i]);
         }

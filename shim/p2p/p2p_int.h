@@ -144,8 +144,10 @@ struct p2p_sync {
     uint32_t id; /* in the record (sreq) and in its SYNC_ACK */
     int sent;    /* hdr holds the record as written */
     int acked;
-    struct p2p_txpair *tp;
-    const void *buf; /* the user's: untouched until the send completes */
+    int world;             /* the receiver, world rank */
+    struct p2p_txpair *tp; /* NULL once its communicator is dropped */
+    unsigned polls;        /* looks while unacknowledged (p2p_sync.c) */
+    const void *buf;       /* the user's: untouched until the send completes */
     struct hb_ring_hdr hdr;
     UT_hash_handle hh;
 };
@@ -295,8 +297,8 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
 /* Sender: a record again by MPI, as a RESEND on its communicator. */
 void hb_p2p_chan_resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
                         const void *buf);
-/* Sender: 1 when the pair to world rank b failed (found now: its kept
- * records go again by MPI). */
+/* Sender: 1 when the channel to world rank b failed (found now: the kept
+ * records go again by MPI); per peer, whether or not a pair is live. */
 int hb_p2p_chan_tx_failed(int b);
 /* Receiver: a SYNC_ACK to world rank a by RDMA; 0, or -1 (by MPI then). */
 int hb_p2p_chan_sync_ack(int a, uint32_t id);
@@ -337,7 +339,8 @@ void hb_p2p_sync_free(struct p2p_sync *s); /* NULL: nothing */
 void hb_p2p_sync_acked(uint32_t id);
 int hb_p2p_sync_done(struct p2p_sync *s); /* 1: acknowledged */
 void hb_p2p_sync_wait(struct p2p_sync *s);
-void hb_p2p_sync_resend(int world); /* the failed pair's kept records */
+void hb_p2p_sync_resend(int world); /* the failed peer's kept records */
+void hb_p2p_sync_pair_gone(const struct p2p_txpair *tp); /* before its free */
 void hb_p2p_sync_rx_new(struct p2p_msg *m, int world, uint32_t id);
 void hb_p2p_sync_matched(struct p2p_msg *m);
 void hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id);

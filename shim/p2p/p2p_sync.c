@@ -21,11 +21,20 @@
  * has matched with a new SYNC_ACK by MPI; a record it has not matched yet
  * is acknowledged at its match, as any.
  *
- * Not covered: a QP that fails on the receiver's side only, after a
- * SYNC_ACK was posted and before it was placed, while the sender posts
- * nothing more to that peer: the sender never learns of the failure and
- * its Ssend waits.  (The transport's test switch fails the sender's QP,
- * which the sender sees at its next post.) */
+ * The fault path is per peer, not per live pair: a revoked pair (off the
+ * ring, its region maybe freed) can still have kept records waiting, and
+ * their SYNC_ACKs die with the QP as any.  A waiting sender looks at the
+ * transport's state of the peer (a failure on the receiver's side reaches
+ * it as the peer's REJ) and resends then.  The receiver needs no region
+ * for it: a record taken unmatched was copied out of its slot, and the
+ * SYNC_ACK goes into the sender's credit word (its staging area, never
+ * freed) or by MPI.  So REVOKED need not wait for SYNC_ACKs, and does not.
+ * Once the region is freed, SYNC_ACKs go by MPI (hb_p2p_chan_sync_ack),
+ * which a waiting sender reads from the handshake (hb_p2p_sync_done).
+ *
+ * Not covered: a sync send whose communicator is freed before its
+ * SYNC_ACK (MPI allows that) cannot be resent after a fault (the pair is
+ * gone): it completes only if its SYNC_ACK arrives. */
 #include <stdlib.h>
 
 #include "core/progress.h"
@@ -57,6 +66,7 @@ struct p2p_sync *hb_p2p_sync_new(struct p2p_txpair *tp, const void *buf)
         return NULL; /* the send goes by MPI */
     s->id = next_id();
     s->tp = tp;
+    s->world = tp->world;
     s->buf = buf;
     HASH_ADD(hh, p2p.syncs, id, sizeof(s->id), s);
     return s;
@@ -81,23 +91,43 @@ void hb_p2p_sync_acked(uint32_t id)
     }
 }
 
-/* The failed pair's kept records, oldest first (ids are given out in the
- * order the records are written, and uthash iterates in insertion order). */
+/* The failed peer's kept records, live pair or revoked, oldest first
+ * (ids are given out in the order the records are written, and uthash
+ * iterates in insertion order). */
 void hb_p2p_sync_resend(int world)
 {
     struct p2p_sync *s, *tmp;
     HASH_ITER(hh, p2p.syncs, s, tmp)
-    if (s->sent && !s->acked && s->tp->world == world)
+    if (s->sent && !s->acked && s->tp && s->world == world)
         hb_p2p_chan_resend(s->tp, &s->hdr, s->buf);
 }
 
-/* Without blocking: 1 once acknowledged.  A failure of the pair found
- * here makes the records go again; acknowledgements then come by MPI. */
+/* The pair's communicator is dropped: its records cannot be resent. */
+void hb_p2p_sync_pair_gone(const struct p2p_txpair *tp)
+{
+    struct p2p_sync *s, *tmp;
+    HASH_ITER(hh, p2p.syncs, s, tmp)
+    if (s->tp == tp)
+        s->tp = NULL;
+}
+
+/* The handshake is looked at on every HB_SYNC_POLL_EVERY-th look: a
+ * SYNC_ACK by MPI is the slow path (fault, region freed, send queue
+ * full), and an Iprobe per spin would tax the fast one. */
+#define HB_SYNC_POLL_EVERY 16
+
+/* Without blocking: 1 once acknowledged.  A failure of the peer found
+ * here makes the records go again.  SYNC_ACKs by MPI come through the
+ * handshake, which wrapper entries poll only now and then: polled here.
+ * Not inside point-to-point's progress (busy: a resend is a blocking MPI
+ * send, and the handshake is not reentrant): the next look does it. */
 int hb_p2p_sync_done(struct p2p_sync *s)
 {
     if (s->acked)
         return 1;
-    if (hb_p2p_chan_tx_failed(s->tp->world))
+    if (p2p.busy)
+        return 0;
+    if (hb_p2p_chan_tx_failed(s->world) || ++s->polls % HB_SYNC_POLL_EVERY == 0)
         hb_p2p_grant_poll_now();
     return s->acked;
 }
