@@ -93,13 +93,23 @@ void hb_p2p_sync_acked(uint32_t id)
 
 /* The failed peer's kept records, live pair or revoked, oldest first
  * (ids are given out in the order the records are written, and uthash
- * iterates in insertion order). */
+ * iterates in insertion order).  By their ids, looked up again before
+ * each: a resend is an MPI send, inside which point-to-point's progress
+ * may complete and free any kept record (an orphaned Issend's). */
 void hb_p2p_sync_resend(int world)
 {
     struct p2p_sync *s, *tmp;
+    unsigned n = HASH_COUNT(p2p.syncs), k = 0;
+    uint32_t *ids = malloc((n ? n : 1) * sizeof(*ids));
+    if (!ids)
+        abort(); /* a record whose SYNC_ACK may be lost cannot be dropped */
     HASH_ITER(hh, p2p.syncs, s, tmp)
-    if (s->sent && !s->acked && s->tp && s->world == world)
-        hb_p2p_chan_resend(s->tp, &s->hdr, s->buf);
+    if (s->world == world)
+        ids[k++] = s->id;
+    for (unsigned i = 0; i < k; i++)
+        if ((s = find(ids[i])) && s->sent && !s->acked && s->tp)
+            hb_p2p_chan_resend(s->tp, &s->hdr, s->buf);
+    free(ids);
 }
 
 /* The pair's communicator is dropped: its records cannot be resent. */

@@ -82,7 +82,7 @@ random() {
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACKs by MPI" % r["p2p"]["ring"]'))"
     fi
 }
 
