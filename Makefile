@@ -245,7 +245,9 @@ PREFIX  ?= /usr/local
 DESTDIR ?=
 VERSION ?= $(shell git describe --tags --always 2>/dev/null || echo dev)
 IROOT   := $(DESTDIR)$(PREFIX)
-FLAVOURS := $(sort $(MPI) $(patsubst build/%/libhotbuf.so,%,$(wildcard build/*/libhotbuf.so)))
+# The flavours built (build/MPI-asan, a test build, is not installed).
+FLAVOURS := $(sort $(MPI) $(filter openmpi mpich, \
+              $(patsubst build/%/libhotbuf.so,%,$(wildcard build/*/libhotbuf.so))))
 # Scripts installed to PREFIX/bin, each with a man page from its --help.
 # hotbuf-report (the HTML report) joins when tools/hotbuf-report exists.
 SCRIPTS := hotbuf-run $(notdir $(wildcard tools/hotbuf-report))
