@@ -122,6 +122,7 @@ static int start(const struct hb_ctx *ctx)
     p2p.ctx = ctx;
     hb_list_init(&p2p.pulled);
     hb_list_init(&p2p.orphans);
+    hb_list_init(&p2p.sync_rx);
     if (parse_mode(ctx->cfg->p2p_pull))
         hb_note("HOTBUF_P2P_PULL=%s: not auto, all or after:N; auto used",
                 ctx->cfg->p2p_pull);
@@ -152,6 +153,8 @@ static void stop(const struct hb_ctx *ctx)
     hb_p2p_engaged = 0;
     hb_p2p_comm_free_all();
     hb_p2p_psend_drop_comm(MPI_COMM_NULL);
+    while (p2p.syncs) /* sends the application never completed */
+        hb_p2p_sync_free(p2p.syncs);
     hb_p2p_req_pool_free();
     hb_p2p_grant_stop();
     hb_p2p_revoke_stop();

@@ -69,6 +69,7 @@ struct p2p_peer {
     struct ibv_mr *stage_mr;
     /* receiving from this peer */
     int rx_up;
+    int rx_dead; /* a RESEND came or a write failed: SYNC_ACKs by MPI */
     char *region;
     struct ibv_mr *region_mr;
     struct hb_slot_layout rl;
@@ -134,6 +135,7 @@ static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
         }
         return;
     }
+    case HB_IMM_P2P_SYNC: hb_p2p_sync_acked(HB_P2P_IMM_N(body)); return;
     case HB_IMM_P2P_DATA:
         if (!p->rx_up || (p->fifo_tail + 1) % p->fifo_cap == p->fifo_head) {
             hb_transport_fail_peer(ch.tr, w, "point-to-point: stray record");
@@ -359,9 +361,10 @@ int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant)
  * goes again by MPI on its communicator, where it travels ahead of every
  * later MPI message of this sender, and the receiver drops it if it saw
  * the original.  Then every pair to this peer stays on MPI. */
-static void resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
-                   const void *buf, uint32_t bytes)
+void hb_p2p_chan_resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
+                        const void *buf)
 {
+    uint32_t bytes = h->nbytes;
     size_t n = sizeof(struct hb_inband) + sizeof(*h) + bytes;
     char *m = malloc(n);
     struct hb_inband ib = {p2p.nonce, HB_INBAND_RESEND, h->rseq};
@@ -375,6 +378,8 @@ static void resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
     p2p.stats.ring_resends++;
 }
 
+/* The pairs to w go DEAD, and the DATA_SYNC records kept for their
+ * SYNC_ACKs go again by MPI (p2p_sync.c), oldest first. */
 static void peer_dead(int w)
 {
     struct p2p_peer *p = peer(w);
@@ -386,10 +391,25 @@ static void peer_dead(int w)
             hb_pp_dead(&p2p.txs[i]->pp);
             p2p.stats.pairs_dead++;
         }
+    hb_p2p_sync_resend(w);
+}
+
+/* Per peer, not per live pair: after a revoke (and a new epoch, or none)
+ * the pair is off the ring, but a DATA_SYNC record it wrote may still
+ * wait for a SYNC_ACK that dies with the QP; only its RESEND brings the
+ * acknowledgement back (the model's revoke_fault). */
+int hb_p2p_chan_tx_failed(int b)
+{
+    struct p2p_peer *p = peer(b);
+    if (!p->tx_dead && p->stage &&
+        hb_transport_peer_state(ch.tr, b) == HB_PEER_FAILED)
+        peer_dead(b);
+    return p->tx_dead;
 }
 
 static void fill_hdr(struct hb_ring_hdr *h, struct p2p_txpair *tp,
-                     struct hb_pp_rec *rec, uint32_t bytes, int tag, int zc)
+                     struct hb_pp_rec *rec, uint32_t bytes, int tag, int zc,
+                     struct p2p_sync *sync)
 {
     memset(h, 0, sizeof(*h));
     h->cid = tp->cid;
@@ -398,8 +418,14 @@ static void fill_hdr(struct hb_ring_hdr *h, struct p2p_txpair *tp,
     h->nbytes = bytes;
     h->rseq = rec->rseq;
     h->mpi_before = rec->mpi_before;
-    h->type = HB_RING_DATA;
+    h->type = sync ? HB_RING_DATA_SYNC : HB_RING_DATA;
     h->zcopy = (uint16_t)zc;
+    if (sync) { /* kept for a resend until its SYNC_ACK */
+        h->sreq = sync->id;
+        sync->hdr = *h;
+        sync->sent = 1;
+        p2p.stats.ring_sync++;
+    }
 }
 
 /* Posts the record; HB_TR_* of the post. */
@@ -456,7 +482,7 @@ static int wait_credit(struct p2p_peer *p, uint32_t bytes, int *bucket,
 }
 
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
-                     int tag, int hot)
+                     int tag, int hot, struct p2p_sync *sync)
 {
     struct p2p_peer *p = peer(tp->world);
     struct hb_tr_sge sg[2];
@@ -483,7 +509,7 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
         hb_transport_debug_qp_error(ch.tr, tp->world);
     struct hb_ring_hdr *h = (void *)(p->stage + CREDIT_WORD);
     payload(p, buf, bytes, hot, &sg[1], &reg);
-    fill_hdr(h, tp, &rec, bytes, tag, reg != NULL);
+    fill_hdr(h, tp, &rec, bytes, tag, reg != NULL, sync);
     sg[0] = (struct hb_tr_sge){(uint64_t)(uintptr_t)h, HB_SLOT_HDR,
                                p->stage_mr->lkey};
     rc = post(
@@ -495,8 +521,9 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     hb_pp_acked(&rec);
     if (rc != HB_TR_OK) {
         struct hb_ring_hdr copy = *h;
-        peer_dead(tp->world);
-        resend(tp, &copy, buf, bytes);
+        peer_dead(tp->world); /* a DATA_SYNC record goes again there */
+        if (!sync)
+            hb_p2p_chan_resend(tp, &copy, buf);
     } else {
         p2p.stats.ring_msgs++;
         p2p.stats.ring_bytes += bytes;
@@ -585,8 +612,12 @@ static int take_record(int w, const struct hb_ring_hdr *h, const void *data)
     if (hb_mg_ring(&rp->mg, &m->g)) {
         p2p.stats.ring_dups++;
         free(m);
+        if (h->type == HB_RING_DATA_SYNC)
+            hb_p2p_sync_rx_dup(w, h->rseq, h->sreq);
         return 0;
     }
+    if (h->type == HB_RING_DATA_SYNC)
+        hb_p2p_sync_rx_new(m, w, h->sreq);
     p2p.stats.ring_received++;
     if (ch.revoke_every && rp->live && ++p->rx_count % ch.revoke_every == 0)
         rp->revoke_due = p2p.revokes_due = 1;
@@ -619,6 +650,27 @@ static void send_credit(int w, struct p2p_peer *p, int b)
     }
     p->credit_op = op;
     p2p.stats.ring_credits++;
+}
+
+int hb_p2p_chan_sync_ack(int a, uint32_t id)
+{
+    struct p2p_peer *p = peer(a);
+    struct hb_tr_op op;
+    struct hb_tr_wr wr = {
+        .opcode = HB_TR_WRITE_IMM,
+        .nsge = 0,
+        .remote_addr = p->ack_addr,
+        .rkey = p->ack_rkey,
+        .imm = HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_SYNC, 0, id))};
+    if (!p->rx_up || p->rx_dead)
+        return -1;
+    int rc = hb_transport_post(ch.tr, a, &wr, &op);
+    if (rc == HB_TR_FAILED)
+        p->rx_dead = 1;
+    if (rc != HB_TR_OK)
+        return -1; /* queue full: this one by MPI */
+    p->credit_op = op;
+    return 0;
 }
 
 static void drain_peer(int w, struct p2p_peer *p)
@@ -796,6 +848,7 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
         struct hb_ring_hdr h;
         memcpy(&h, b + sizeof(ib), sizeof(h));
         p2p.stats.ring_resent_in++;
+        peer(rp->world)->rx_dead = 1; /* its SYNC_ACKs by MPI from now */
         take_record(rp->world, &h, b + sizeof(ib) + sizeof(h));
     } else {
         foreign(c, rp, b, bytes, st);

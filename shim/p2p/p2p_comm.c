@@ -84,7 +84,7 @@ static void free_items(struct hb_list *q)
     while (!hb_list_empty(q)) {
         struct hb_list *l = hb_list_tail(q);
         hb_list_del(l);
-        free(hb_container_of(l, struct p2p_msg, g.link));
+        hb_p2p_msg_free(hb_container_of(l, struct p2p_msg, g.link));
     }
 }
 
@@ -102,6 +102,7 @@ static void drop_pairs(struct p2p_comm *c)
         }
     for (int i = 0; c->tx && i < c->size; i++)
         if (c->tx[i]) {
+            hb_p2p_sync_pair_gone(c->tx[i]);
             p2p.txs[c->tx[i]->token] = NULL;
             free(c->tx[i]);
         }
@@ -124,7 +125,7 @@ static void drop(struct p2p_comm *c)
         while ((pm = hb_pm_first_unexpected(&c->m))) {
             hb_pm_take(&c->m, pm);
             p2p.n_unexp--;
-            free(hb_container_of(pm, struct p2p_msg, n));
+            hb_p2p_msg_free(hb_container_of(pm, struct p2p_msg, n));
         }
         hb_pm_fini(&c->m);
         hb_list_del(&c->link);

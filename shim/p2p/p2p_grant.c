@@ -381,14 +381,34 @@ static void asked(const struct hb_ctrl *m, int world)
     hb_p2p_ctrl_send(&r, world);
 }
 
+void hb_p2p_ctrl_sync_ack(int world, uint32_t id)
+{
+    struct hb_ctrl m = {.kind = HB_CTRL_SYNC_ACK, .token = id};
+    if (hb_p2p_ctrl_send(&m, world) == 0) /* else the sender never hears */
+        p2p.stats.sync_acks_mpi++;
+}
+
+static void poll_ctrl(void);
+
 void hb_p2p_grant_poll(void)
+{
+    if (!g.on || p2p.busy ||
+        (++p2p.ctrl_calls % HB_CTRL_EVERY && !p2p.ask_always))
+        return;
+    poll_ctrl();
+}
+
+void hb_p2p_grant_poll_now(void)
+{
+    if (g.on && !p2p.busy)
+        poll_ctrl();
+}
+
+static void poll_ctrl(void)
 {
     int flag = 0;
     MPI_Status st;
     struct hb_ctrl m;
-    if (!g.on || p2p.busy ||
-        (++p2p.ctrl_calls % HB_CTRL_EVERY && !p2p.ask_always))
-        return;
     p2p.busy = 1;
     if (g.nout)
         reap();
@@ -405,6 +425,7 @@ void hb_p2p_grant_poll(void)
         case HB_CTRL_REFUSE: refused(&m); break;
         case HB_CTRL_REVOKE: hb_p2p_revoke_in(&m, st.MPI_SOURCE); break;
         case HB_CTRL_REVOKED: hb_p2p_revoked_in(&m, st.MPI_SOURCE); break;
+        case HB_CTRL_SYNC_ACK: hb_p2p_sync_acked(m.token); break;
         }
     }
     if (p2p.ring)

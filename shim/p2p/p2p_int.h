@@ -10,6 +10,7 @@
  *                bookkeeping and channel slots (MPI-free)
  *   p2p_grant.c  the handshake;  p2p_chan.c channels;  p2p_send.c sends
  *   p2p_revoke.c revokes, and freeing the channels they leave idle
+ *   p2p_sync.c   synchronous sends (SYNC_ACK)
  */
 #ifndef HOTBUF_P2P_INT_H
 #define HOTBUF_P2P_INT_H
@@ -83,7 +84,12 @@ struct p2p_msg {
     int kind;   /* enum p2p_msg_kind */
     void *data; /* MSG_RING: payload, in its slot or in copy[] */
     uint32_t bytes;
-    char copy[]; /* room for the payload (MSG_RING) */
+    /* a DATA_SYNC record not yet matched (p2p_sync.c): its SYNC_ACK */
+    int sync;
+    int sync_world;
+    uint32_t sync_id;
+    struct hb_list sync_link; /* on p2p.sync_rx */
+    char copy[];              /* room for the payload (MSG_RING) */
 };
 
 enum p2p_req_state {
@@ -130,6 +136,20 @@ struct p2p_req {
     int err;
     struct hb_pm_recv n;
     struct hb_list orphan; /* on p2p.orphans once freed while pending */
+    struct p2p_sync *sync; /* a synchronous send by ring: done at its ack */
+    UT_hash_handle hh;
+};
+
+/* A DATA_SYNC record the sender keeps until its SYNC_ACK (p2p_sync.c). */
+struct p2p_sync {
+    uint32_t id; /* in the record (sreq) and in its SYNC_ACK */
+    int sent;    /* hdr holds the record as written */
+    int acked;
+    int world;             /* the receiver, world rank */
+    struct p2p_txpair *tp; /* NULL once its communicator is dropped */
+    unsigned polls;        /* looks while unacknowledged (p2p_sync.c) */
+    const void *buf;       /* the user's: untouched until the send completes */
+    struct hb_ring_hdr hdr;
     UT_hash_handle hh;
 };
 
@@ -170,6 +190,9 @@ struct p2p_state {
     int ask_always;           /* HOTBUF_TEST_P2P_ASK=1: ask at the first send */
     int revokes_due;          /* some rxpair has revoke_due set */
     struct p2p_psend *psends; /* persistent sends by handle (p2p_send.c) */
+    struct p2p_sync *syncs;   /* kept DATA_SYNC records, by id */
+    uint32_t sync_next;       /* the last id given out */
+    struct hb_list sync_rx;   /* DATA_SYNC records taken, not yet matched */
 };
 
 extern struct p2p_state p2p;
@@ -269,9 +292,18 @@ int hb_p2p_chan_tx(int b, const struct hb_ctrl *grant);
 void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey);
 /* Sender: one record on the ring to pair's receiver: 1 when it went
  * zero-copy, 0 copied (completed, or resent by MPI after a fault), -1
- * when it must go by MPI (no channel, not connected, no slot). */
+ * when it must go by MPI (no channel, not connected, no slot).  sync:
+ * a DATA_SYNC record, kept there until its SYNC_ACK (else NULL). */
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
-                     int tag, int hot);
+                     int tag, int hot, struct p2p_sync *sync);
+/* Sender: a record again by MPI, as a RESEND on its communicator. */
+void hb_p2p_chan_resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
+                        const void *buf);
+/* Sender: 1 when the channel to world rank b failed (found now: the kept
+ * records go again by MPI); per peer, whether or not a pair is live. */
+int hb_p2p_chan_tx_failed(int b);
+/* Receiver: a SYNC_ACK to world rank a by RDMA; 0, or -1 (by MPI then). */
+int hb_p2p_chan_sync_ack(int a, uint32_t id);
 void hb_p2p_chan_drain(void); /* receiver: placed records into merges */
 /* The merge of (A, c) released what it can: into matching. */
 void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
@@ -299,7 +331,22 @@ int hb_p2p_chan_tx_quiet(int b, uint32_t *rseq);
 /* p2p_grant.c: the handshake */
 int hb_p2p_grant_start(const struct hb_ctx *ctx);
 void hb_p2p_grant_stop(void);
-void hb_p2p_grant_poll(void); /* at wrapper entries (rate-limited) */
+void hb_p2p_grant_poll(void);     /* at wrapper entries (rate-limited) */
+void hb_p2p_grant_poll_now(void); /* a sender waiting for a SYNC_ACK */
+void hb_p2p_ctrl_sync_ack(int world, uint32_t id); /* by MPI */
+
+/* p2p_sync.c: synchronous sends */
+struct p2p_sync *hb_p2p_sync_new(struct p2p_txpair *tp, const void *buf);
+void hb_p2p_sync_free(struct p2p_sync *s); /* NULL: nothing */
+void hb_p2p_sync_acked(uint32_t id);
+int hb_p2p_sync_done(struct p2p_sync *s); /* 1: acknowledged */
+void hb_p2p_sync_wait(struct p2p_sync *s);
+void hb_p2p_sync_resend(int world); /* the failed peer's kept records */
+void hb_p2p_sync_pair_gone(const struct p2p_txpair *tp); /* before its free */
+void hb_p2p_sync_rx_new(struct p2p_msg *m, int world, uint32_t id);
+void hb_p2p_sync_matched(struct p2p_msg *m);
+void hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id);
+void hb_p2p_msg_free(struct p2p_msg *m); /* dropped unmatched */
 /* The pair (c, dest) of a send, made on first use; NULL: none. */
 struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
 /* REQ, never blocks; the hot buffer's uses so far (0: a persistent send)

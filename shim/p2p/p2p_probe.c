@@ -38,6 +38,8 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     hb_pm_take(&c->m, &m->n);
     p2p.n_unexp--;
     if (m->kind == MSG_RING) {
+        /* a matched probe is the match: a DATA_SYNC record's SYNC_ACK */
+        hb_p2p_sync_matched(m);
         hb_p2p_ring_message(m, c->comm, msg); /* takes m */
         return;
     }

@@ -136,6 +136,7 @@ void hb_p2p_req_release(struct p2p_req *r)
         p2p.pool[p2p.npool++] = r->handle; /* room: it came from there */
     if (r->type_dup)
         PMPI_Type_free(&r->type);
+    hb_p2p_sync_free(r->sync);
     free(r->tmp);
     free(r);
 }
@@ -208,6 +209,7 @@ static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
         unpack_partial(r, (const char *)m->data + pos, n / size,
                        (int)(n % size));
     PMPI_Status_set_elements_x(&r->st, MPI_BYTE, n);
+    hb_p2p_sync_matched(m);
     free(m);
     finish(r, rc);
 }
@@ -259,7 +261,8 @@ int hb_p2p_req_poll(struct p2p_req *r)
         if (flag || rc != MPI_SUCCESS)
             finish(r, rc);
     }
-    return r->state == RQ_DONE && r->sreq == MPI_REQUEST_NULL;
+    return r->state == RQ_DONE && r->sreq == MPI_REQUEST_NULL &&
+           (!r->sync || hb_p2p_sync_done(r->sync));
 }
 
 static int mrecv(struct p2p_req *r)

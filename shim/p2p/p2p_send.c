@@ -9,8 +9,8 @@
  * receiver's merge restores the send order.  A send on a pair that is not
  * live goes to MPI unchanged, and asks for a grant when its call is hot.
  *
- * What goes by ring: standard, ready and buffered sends, blocking or not
- * (ring_mode), persistent ones at each Start, and the send half of
+ * What goes by ring: standard, ready, buffered and synchronous sends,
+ * blocking or not, persistent ones at each Start, and the send half of
  * Sendrecv and Sendrecv_replace.  A ready send goes as a standard one
  * (MPI allows it: a ready send that found no receive is erroneous either
  * way).  A buffered one needs no room in the attached buffer: the ring's
@@ -21,9 +21,12 @@
  * or persistent send's request is therefore complete at once (a done
  * request of hotbuf's, completed by the Wait/Test wrappers).  Waiting in
  * MPI_Isend is allowed: the completion needs the receiver's NIC, never
- * its process.  Synchronous sends stay on MPI (a ring Ssend needs the
- * receiver's match acknowledgement, SYNC_ACK, not built), with the
- * pair's bookkeeping, as does every send that does not fit a slot. */
+ * its process.  A synchronous send (Ssend, Issend, a Start of Ssend_init)
+ * goes by ring too, as a DATA_SYNC record, and completes at the
+ * receiver's SYNC_ACK, sent when its hotbuf matches the record
+ * (p2p_sync.c): MPI_Ssend waits for it, an Issend's request is done only
+ * then.  Every send that does not fit a slot goes by MPI with the pair's
+ * bookkeeping. */
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,10 +99,10 @@ static int live(const struct p2p_txpair *tp)
     return tp->state == TX_GRANTED && hb_pp_ring_ok(&tp->pp);
 }
 
-/* The modes a ring record can carry (synchronous ones need SYNC_ACK). */
-static int ring_mode(int mode)
+/* Synchronous: complete at the receiver's match (SYNC_ACK). */
+static int sync_mode(int mode)
 {
-    return mode != HB_P2P_SSEND && mode != HB_P2P_ISSEND;
+    return mode == HB_P2P_SSEND || mode == HB_P2P_ISSEND;
 }
 
 /* What the tracker said of the call being sent. */
@@ -123,13 +126,13 @@ static void maybe_ask(struct p2p_txpair *tp, const struct sent_call *k)
 /* bytes of contiguous data by ring: 1 zero-copy, 0 copied, -1 not (MPI
  * then). */
 static int by_ring(struct p2p_txpair *tp, const void *buf, uint64_t bytes,
-                   int tag, int hot)
+                   int tag, int hot, struct p2p_sync *sync)
 {
     if (!live(tp) || !bytes || bytes > UINT32_MAX)
         return -1;
     if (hb_pp_open(&tp->pp)) /* the pair's first record */
         hb_p2p_send_marker(tp->c->comm, tp->dest, 0);
-    return hb_p2p_chan_send(tp, buf, (uint32_t)bytes, tag, hot);
+    return hb_p2p_chan_send(tp, buf, (uint32_t)bytes, tag, hot, sync);
 }
 
 /* The request of a nonblocking send, made before its record goes (a
@@ -155,11 +158,13 @@ static void send_req_done(struct p2p_req *r)
 }
 
 /* One send of call k on pair tp, by ring when it can (1), else 0: the
- * caller sends by MPI, the pair's bookkeeping done. */
+ * caller sends by MPI, the pair's bookkeeping done.  sync: a synchronous
+ * send's record keeper (else NULL). */
 static int send_on_pair(struct p2p_txpair *tp, int ring_ok, const void *buf,
-                        uint64_t bytes, int tag, const struct sent_call *k)
+                        uint64_t bytes, int tag, const struct sent_call *k,
+                        struct p2p_sync *sync)
 {
-    int ring = ring_ok ? by_ring(tp, buf, bytes, tag, k->hot) : -1;
+    int ring = ring_ok ? by_ring(tp, buf, bytes, tag, k->hot, sync) : -1;
     tp->sends++;
     p2p.stats.hot_missed += k->hot && ring != 1 && live(tp);
     if (ring >= 0) {
@@ -190,16 +195,24 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     struct sent_call k = last_call();
     if (!tp)
         return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
-    uint64_t bytes =
-        ring_mode(mode) && live(tp) ? hb_dt_contiguous_bytes(count, type) : 0;
+    uint64_t bytes = live(tp) ? hb_dt_contiguous_bytes(count, type) : 0;
     struct p2p_req *r = req && bytes ? send_req_new(comm) : NULL;
-    if (send_on_pair(tp, bytes && (!req || r), buf, bytes, tag, &k)) {
-        if (r) {
+    struct p2p_sync *s = NULL;
+    int ring_ok = bytes && (!req || r);
+    if (ring_ok && sync_mode(mode) && !(s = hb_p2p_sync_new(tp, buf)))
+        ring_ok = 0;
+    if (send_on_pair(tp, ring_ok, buf, bytes, tag, &k, s)) {
+        if (r) { /* done at the SYNC_ACK when synchronous */
+            r->sync = s;
             send_req_done(r);
             *req = r->handle;
+        } else if (s) {
+            hb_p2p_sync_wait(s);
+            hb_p2p_sync_free(s);
         }
         return MPI_SUCCESS;
     }
+    hb_p2p_sync_free(s);
     if (r)
         hb_p2p_req_release(r);
     return pmpi_send(mode, buf, count, type, dest, tag, comm, req);
@@ -215,7 +228,7 @@ int hb_p2p_send_half_ring(const void *buf, MPI_Count count, MPI_Datatype type,
         return 0;
     if (live(tp) && count >= 0 && count <= INT_MAX)
         bytes = hb_dt_contiguous_bytes((int)count, type);
-    return send_on_pair(tp, bytes != 0, buf, bytes, tag, &k);
+    return send_on_pair(tp, bytes != 0, buf, bytes, tag, &k, NULL);
 }
 
 void hb_p2p_send_half(MPI_Comm comm, int dest)
@@ -260,8 +273,9 @@ struct p2p_psend {
     MPI_Comm comm;
     int dest, tag;
     const void *buf;
-    uint64_t bytes; /* contiguous and ring_mode, else 0: MPI at every Start */
+    uint64_t bytes; /* contiguous, else 0: MPI at every Start */
     uint16_t site;  /* credited with the Starts that go by ring */
+    int sync;       /* Ssend_init: each Start completes at its SYNC_ACK */
     UT_hash_handle hh;
 };
 
@@ -286,7 +300,8 @@ void hb_p2p_send_init(int mode, MPI_Request req, const void *buf, int count,
     s->dest = dest;
     s->tag = tag;
     s->buf = buf;
-    s->bytes = ring_mode(mode) ? hb_dt_contiguous_bytes(count, type) : 0;
+    s->bytes = hb_dt_contiguous_bytes(count, type);
+    s->sync = sync_mode(mode);
     s->site = hb_track_site(HB_OP_SEND, ret); /* the init call's */
     HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
     free(old); /* a handle MPI reused after a free we did not see */
@@ -318,12 +333,17 @@ int hb_p2p_psend_start(MPI_Request req)
         r->handle = req;
         r->comm = s->comm;
         r->psend = 1;
+        if (s->sync && !(r->sync = hb_p2p_sync_new(tp, s->buf))) {
+            hb_p2p_req_release(r);
+            r = NULL;
+        }
     }
     struct sent_call k = {.hot = 1,
                           .bytes = s->bytes > UINT32_MAX ? UINT32_MAX
                                                          : (uint32_t)s->bytes,
                           .site = s->site};
-    if (!send_on_pair(tp, r != NULL, s->buf, s->bytes, s->tag, &k)) {
+    if (!send_on_pair(tp, r != NULL, s->buf, s->bytes, s->tag, &k,
+                      r ? r->sync : NULL)) {
         if (r)
             hb_p2p_req_release(r);
         return 0;

@@ -30,12 +30,14 @@ struct hb_ring_hdr { /* HB_SLOT_HDR bytes, the payload follows */
 _Static_assert(sizeof(struct hb_ring_hdr) == HB_SLOT_HDR, "ring header");
 
 /* The immediate's 28 bits of class HB_IMM_CLASS_P2P (rdma.h):
- *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA)
+ *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA) or sync id (SYNC:
+ *   a SYNC_ACK, p2p_sync.c)
  *   CREDIT: [21:20] the channel's epoch (low bits)   [19:0] count
  * A receiver frees a revoked channel and a later grant makes a new one
  * (new epoch); a credit of the old one that the sender takes late must not
- * count for the new one's slots. */
-enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2 };
+ * count for the new one's slots.  A SYNC_ACK needs no epoch: its id names
+ * a send of the sender's, whichever region carried the record. */
+enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2, HB_IMM_P2P_SYNC = 3 };
 #define HB_P2P_IMM(kind, bucket, n)                                            \
     (((uint32_t)(kind) << 25) | ((uint32_t)(bucket) << 22) |                   \
      ((uint32_t)(n)&0x3fffffu))
@@ -66,13 +68,16 @@ struct hb_inband {
  * for a pair the sender freed): rseq = the last record the sender wrote
  * on its channel to the receiver, every one of them completed (placed) or
  * resent by MPI; once the receiver has taken them all and no pair of the
- * sender is live, it frees the channel (p2p_revoke.c). */
+ * sender is live, it frees the channel (p2p_revoke.c).  SYNC_ACK (receiver
+ * -> sender, token = the sync id): a synchronous send's record was matched,
+ * sent by MPI when RDMA cannot carry it (p2p_sync.c). */
 enum {
     HB_CTRL_REQ = 1,
     HB_CTRL_GRANT = 2,
     HB_CTRL_REFUSE = 3,
     HB_CTRL_REVOKE = 4,
-    HB_CTRL_REVOKED = 5
+    HB_CTRL_REVOKED = 5,
+    HB_CTRL_SYNC_ACK = 6
 };
 
 struct hb_ctrl {

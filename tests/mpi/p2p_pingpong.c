@@ -8,11 +8,11 @@
  * halo:      every rank with its left and right neighbour on a ring:
  *            Irecv from both, MPI_Send to both, Waitall; one buffer pair
  *            per direction, reused ITERS times (3 ranks and more).
- * halo_isend, halo_persistent, halo_sendrecv, halo_isendrecv: the same
- *            exchange by Isend + Irecv + Waitall of all four; by
+ * halo_isend, halo_persistent, halo_sendrecv, halo_ssend, halo_isendrecv:
+ *            the same exchange by Isend + Irecv + Waitall of all four; by
  *            Send_init/Recv_init made once per size, then Startall +
- *            Waitall; by two Sendrecv; by two Isendrecv + Waitall (MPI-4:
- *            MPICH here) (2 ranks and more).
+ *            Waitall; by two Sendrecv; by Irecv + Ssend; by two Isendrecv
+ *            + Waitall (MPI-4: MPICH here) (2 ranks and more).
  * Each message's bytes depend on (sender, iteration, size); the receiver
  * checks them.  Rank 0 prints one line per pattern: errors and a digest
  * of everything every rank received, compared with and without hotbuf. */
@@ -92,14 +92,16 @@ enum halo_style {
     HALO_ISEND,
     HALO_PERSISTENT,
     HALO_SENDRECV,
+    HALO_SSEND,
     HALO_ISENDRECV /* MPI-4 (MPICH here) */
 };
-static const char *const halo_name[] = {"halo", "halo_isend", "halo_persistent",
-                                        "halo_sendrecv", "halo_isendrecv"};
+static const char *const halo_name[] = {
+    "halo", "halo_isend", "halo_persistent", "halo_sendrecv", "halo_ssend",
+    "halo_isendrecv"};
 #if MPI_VERSION >= 4
 #define HALO_LAST HALO_ISENDRECV
 #else
-#define HALO_LAST HALO_SENDRECV
+#define HALO_LAST HALO_SSEND
 #endif
 
 struct halo {
@@ -122,6 +124,13 @@ static void halo_step(struct halo *x, int style)
         MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
         MPI_Send(x->or_, n, MPI_BYTE, x->right, x->tr, w);
         MPI_Send(x->ol, n, MPI_BYTE, x->left, x->tl, w);
+        MPI_Waitall(2, q, st);
+        break;
+    case HALO_SSEND: /* the receives are posted first: no deadlock */
+        MPI_Irecv(x->il, n, MPI_BYTE, x->left, x->tr, w, &q[0]);
+        MPI_Irecv(x->ir, n, MPI_BYTE, x->right, x->tl, w, &q[1]);
+        MPI_Ssend(x->or_, n, MPI_BYTE, x->right, x->tr, w);
+        MPI_Ssend(x->ol, n, MPI_BYTE, x->left, x->tl, w);
         MPI_Waitall(2, q, st);
         break;
     case HALO_ISEND:

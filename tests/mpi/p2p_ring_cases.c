@@ -25,6 +25,10 @@
  *          then a ring message: they must arrive in that order (hotbuf
  *          did not wrap the _c sends, so theirs went without the marker
  *          and the count the receiver's merge orders by).
+ *   sync   after the ring messages, an MPI_Ssend and an MPI_Issend while
+ *          rank 0 sleeps before each receive: the Ssend must not return,
+ *          nor the Issend test complete, before the receive is posted
+ *          (on the ring they complete at the receiver's SYNC_ACK).
  * The sleeps make "the receiver no longer looks at x" certain, not likely:
  * that is when a marker sent after the receiver's last look is lost.
  * Then x is freed, y = a new duplicate, and ranks 0 and 1 each receive one
@@ -40,9 +44,50 @@
 #define NRING 6
 #define TAG 5
 
-enum { CASE_GRANT, CASE_FENCE, CASE_START, CASE_PARTIAL, CASE_LARGE, NCASES };
-static const char *case_name[NCASES] = {"grant", "fence", "start", "partial",
-                                        "large"};
+enum {
+    CASE_GRANT,
+    CASE_FENCE,
+    CASE_START,
+    CASE_PARTIAL,
+    CASE_LARGE,
+    CASE_SYNC,
+    NCASES
+};
+static const char *case_name[NCASES] = {"grant",   "fence", "start",
+                                        "partial", "large", "sync"};
+
+#define SYNC_SLEEP_US 400000 /* rank 0 before each receive */
+
+/* Synchronous sends complete only once the receive is there. */
+static void sync_sends(MPI_Comm x, int rank, int round, int *buf)
+{
+    if (rank == 1) {
+        MPI_Request q;
+        int flag = 0;
+        buf[0] = 100 * round + 60;
+        double t = MPI_Wtime();
+        MPI_Ssend(buf, 64, MPI_INT, 0, TAG, x);
+        /* rank 0 sleeps SYNC_SLEEP_US from the barrier on: half of it is
+         * far beyond any barrier skew, and no upper bound is assumed */
+        printf("round %d sync: Ssend waited for the receive: %s\n", round,
+               MPI_Wtime() - t > 0.5e-6 * SYNC_SLEEP_US ? "yes" : "no");
+        buf[0] = 100 * round + 61;
+        MPI_Issend(buf, 64, MPI_INT, 0, TAG, x, &q);
+        t = MPI_Wtime();
+        while (!flag && MPI_Wtime() - t < 0.25e-6 * SYNC_SLEEP_US)
+            MPI_Test(&q, &flag, MPI_STATUS_IGNORE);
+        printf("round %d sync: Issend pending before the receive: %s\n",
+               round, flag ? "no" : "yes");
+        MPI_Wait(&q, MPI_STATUS_IGNORE);
+    } else if (rank == 0) {
+        int in[64];
+        for (int i = 0; i < 2; i++) {
+            usleep(SYNC_SLEEP_US);
+            MPI_Recv(in, 64, MPI_INT, 1, TAG, x, MPI_STATUS_IGNORE);
+            printf("round %d sync: message %d value %d\n", round, i, in[0]);
+        }
+    }
+}
 
 #define LARGE 4096 /* ints: more than the ring's largest slot */
 
@@ -145,6 +190,10 @@ static void traffic(MPI_Comm x, int rank, int kase, int round)
         partial(x, rank, round, buf);
     if (kase == CASE_LARGE)
         large(x, rank, round, buf);
+    if (kase == CASE_SYNC) {
+        MPI_Barrier(x);
+        sync_sends(x, rank, round, buf);
+    }
     if (rank == 1) {
         int v = 100 * round + 99;
         usleep(300000); /* rank 0 is asleep now */

@@ -26,13 +26,14 @@
 #  p2p_ring/cases/FLAVOUR/np2    tests/mpi/p2p_ring_cases: markers never
 #        left behind in a freed communicator, persistent sends after ring
 #        messages, a partial last element, a large-count send between ring
-#        messages: output as plain MPI's.
+#        messages, Ssend and Issend by ring completing only at the match:
+#        output as plain MPI's, synchronous sends on the ring (report).
 #  p2p_ring/policy/FLAVOUR/np2/coldN  tests/mpi/p2p_cold_mix: a hot buffer
 #        alone on its communicator is granted; among 20 cold messages a
 #        round the receiver refuses (not_worth): output as plain MPI's.
 #  p2p_ring/pingpong/FLAVOUR/npN tests/mpi/p2p_pingpong: a ping-pong and
 #        halo exchanges with reused buffers (Send, 3+ ranks; Isend,
-#        persistent, Sendrecv; Isendrecv, MPI-4 only): results as plain
+#        persistent, Sendrecv, Ssend; Isendrecv, MPI-4 only): results as plain
 #        MPI, every hot send on a live pair zero-copy unless it found no
 #        slot after waiting for a credit or its QP still connecting
 #        (together at most 1% of the ring's messages: at 2 ranks the Isend
@@ -87,7 +88,7 @@ random() {
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACKs by MPI" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -99,7 +100,7 @@ pingpong() {
     only "$name" || return 0
     local r=$work/pp-$mpi-$n opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     timeout 600 mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.plain" 2>"$r.plain.err"
-    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
+    HOTBUF_P2P_RING=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT_SITES=100 \
         HOTBUF_TEST_P2P_CREDIT_WAIT_US=50000 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 900 tools/hotbuf-run -- \
         mpiexec.$mpi "${opt[@]}" -n $n $prog 200 >"$r.out" 2>"$r.err"
@@ -120,18 +121,18 @@ cases() {
     local mpi=$1 prog=build/$1/tests/p2p_ring_cases name=p2p_ring/cases/$1/np2
     only "$name" || return 0
     local r=$work/cases-$mpi opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
-    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 10 2>"$r.plain.err" | sort >"$r.plain"
+    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 12 2>"$r.plain.err" | sort >"$r.plain"
     HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 300 tools/hotbuf-run -- \
-        mpiexec.$mpi "${opt[@]}" -n 2 $prog 10 2>"$r.err" | sort >"$r.out"
+        mpiexec.$mpi "${opt[@]}" -n 2 $prog 12 2>"$r.err" | sort >"$r.out"
     local rc=${PIPESTATUS[0]}
-    if [ $rc != 0 ] || [ "$(grep -c ' got source ' "$r.plain")" != 20 ] || ! cmp -s "$r.plain" "$r.out"; then
+    if [ $rc != 0 ] || [ "$(grep -c ' got source ' "$r.plain")" != 24 ] || grep -q ': no$' "$r.plain" || ! cmp -s "$r.plain" "$r.out"; then
         diff "$r.plain" "$r.out" >>"$r.err"
         fail "$name" "output differs from plain MPI (exit $rc)" "$r.err"
-    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0')" != True ]; then
-        fail "$name" "no ring traffic: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0 and r["p2p"]["ring"]["ring_sync"] > 0')" != True ]; then
+        fail "$name" "no ring traffic, or no synchronous send by ring: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(markers_out)d markers" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages (%(ring_sync)d synchronous), %(markers_out)d markers" % r["p2p"]["ring"]'))"
     fi
 }
 
