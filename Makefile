@@ -49,7 +49,8 @@ endif
 #   shim/report                           report pipeline (sections registered from above)
 #   shim/rdma                             RDMA bring-up and its report section
 #   shim/core                             runtime, subsystem list, progress
-#   shim/rma, shim/coll, shim/persist     subsystems (never use each other)
+#   shim/rma, shim/coll, shim/persist,    subsystems (never use each other)
+#   shim/p2p, shim/mem
 #   pmpi                                  the bindings
 UTIL_SRC := $(wildcard shim/util/*.c)
 # Report sections (*_stats.c) are MPI-free too: the report's unit test renders them.
@@ -65,7 +66,7 @@ CORE_SRC := $(UTIL_SRC) shim/config/config.c \
             $(STATS_SRC) $(P2P_FREE_SRC)
 MPI_SRC  := $(filter-out $(STATS_SRC), \
             $(wildcard shim/core/*.c) shim/report/report_gather.c $(wildcard shim/rdma/*.c) \
-            $(wildcard shim/persist/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
+            $(wildcard shim/persist/*.c) $(wildcard shim/mem/*.c) $(wildcard shim/rma/*.c) $(wildcard shim/coll/*.c) \
             $(filter-out $(P2P_FREE_SRC), $(wildcard shim/p2p/*.c)) \
             $(wildcard shim/transport/*.c) $(wildcard regcache/*.c) \
             pmpi/c_wrappers.c pmpi/fortran_wrappers.c pmpi/f_convert.c pmpi/mpi_library.c \

@@ -9,6 +9,7 @@
 #include "coll/allgather.h"
 #include "core/runtime.h"
 #include "core/track_mpi.h"
+#include "mem/mem.h"
 #include "p2p/p2p.h"
 #include "p2p/p2p_names.h"
 #include "rma/rma.h"

@@ -27,7 +27,7 @@ HANDLES = {  # C handle type -> prefix of its f2c/c2f functions
     "MPI_Op": "Op", "MPI_Message": "Message",
 }
 HOOK_KEYS = ("pre", "post", "route", "coll", "before", "after", "p2p",
-             "fast")
+             "fast", "always")
 ROW_KEYS = HOOK_KEYS + ("openmpi-also", "mpi", "fortran")
 
 
@@ -108,7 +108,8 @@ class Row:
             sys.exit(f"{where}: MPI_{self.name}: p2p goes with pre: only")
         elif keys <= {"before", "after"} and keys:
             self.kind = "sync"
-        elif len(keys) == 1 and keys <= {"pre", "post", "route", "coll"}:
+        elif len(keys) == 1 and keys <= {"pre", "post", "route", "coll",
+                                         "always"}:
             self.kind = keys.pop()
         else:
             sys.exit(f"{where}: MPI_{self.name}: bad hooks {sorted(keys)}")
@@ -256,6 +257,8 @@ def body(row, name=None,
         out += p2p_branch(row) + [pmpi_call(row, "    return ")]
     elif row.kind == "p2p":
         out += p2p_branch(row) + [pmpi_call(row, "    return ")]
+    elif row.kind == "always":
+        out.append(wrap_stmt("    return ", hook(row, "always"), ";"))
     elif row.kind in ("route", "coll"):
         test = "hb_tracks" if row.kind == "route" else "hb_joins"
         out += [f"    if ({test}(&caller))",

@@ -12,7 +12,7 @@
 #   4  shim/report                         report pipeline (sections registered from above)
 #   5  shim/rdma                           RDMA bring-up; owns the report's RDMA section
 #   6  shim/core                           runtime, subsystem list, progress
-#   7  shim/rma  shim/coll  shim/persist  shim/p2p    subsystems
+#   7  shim/rma  shim/coll  shim/persist  shim/p2p  shim/mem   subsystems
 #   8  pmpi                                the bindings
 #
 # System headers: <mpi.h> never below the report layer (util, transport,
@@ -35,7 +35,7 @@ LAYERS='
 4 shim/report
 5 shim/rdma
 6 shim/core
-7 shim/rma shim/coll shim/persist shim/p2p
+7 shim/rma shim/coll shim/persist shim/p2p shim/mem
 8 pmpi
 '
 NO_MPI='shim/util shim/transport regcache shim/config shim/track'

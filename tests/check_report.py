@@ -362,11 +362,22 @@ def check_nohook(r, n, text):
                 p.get("off", {}).get("no_progress_hook", 0) > 0)
 
 
+def check_alloc_mem(r, n, text):
+    """tests/mpi/alloc_mem_f08.f90: 20 MPI_Alloc_mem and 20 MPI_Free_mem a
+    rank through mpi_f08, every one reaching hotbuf (shim/mem/); without a
+    device (the host) all go to the MPI as no_cache."""
+    m = r["alloc_mem"]
+    expect("Alloc_mem calls seen", m["served"] + sum(m["passed"].values()), 20 * n)
+    expect("Free_mem calls seen", m["freed"] + m["freed_by_mpi"], 20 * n)
+    expect_true("blocks given back are the blocks served", m["freed"] == m["served"])
+
+
 CHECKS = {"reuse_known": check_reuse_known, "sizes_known": check_sizes_known, "fortran": check_fortran, "f08": check_f08, "threads": check_threads,
           "adapted": check_adapted, "full": check_full, "any": check_any,
           "used_once": check_used_once, "shared_buffer": check_shared_buffer,
           "names_cxx": check_names_cxx, "names_fortran": check_names_fortran,
-          "pulled": check_pulled, "migrated": check_migrated, "nohook": check_nohook}
+          "pulled": check_pulled, "migrated": check_migrated, "nohook": check_nohook,
+          "alloc_mem": check_alloc_mem}
 
 
 def main():

@@ -236,6 +236,7 @@ mpi_set_n() {
 mpi_set_2() {
     local mpi=$1 p=$2
     run_pair "$p$mpi/np2/thread_multiple" $mpi 2 threads thread_multiple
+    run_pair "$p$mpi/np2/alloc_mem_f08" $mpi 2 alloc_mem alloc_mem_f08
     # Every call at its own size, hot per call size; a fixed cost model so
     # the saving is exact (tests/check_report.py SK_MODEL).
     HOTBUF_THRESHOLD=100 HOTBUF_COPY_NS_PER_KB=100 HOTBUF_LOOKUP_NS=20 \

@@ -19,6 +19,7 @@
     _(hb_rdma_subsys)     /* core/rdma_subsys.c: the report's RDMA section */  \
     _(hb_progress_subsys) /* core/progress_subsys.c: the progress hook's */    \
     _(hb_persist_subsys)  /* persist/persist.c: persistent send requests */    \
+    _(hb_mem_subsys)      /* mem/mem_alloc.c: MPI_Alloc_mem, registered */     \
     _(hb_rma_subsys)      /* rma/rma_win.c: MPI_Put/MPI_Get on RDMA */         \
     _(hb_ag_subsys)       /* coll/allgather.c: MPI_Allgather on RDMA */        \
     _(hb_p2p_subsys)      /* p2p/p2p.c: point-to-point receive side */

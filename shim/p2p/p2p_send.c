@@ -33,6 +33,8 @@
 
 #include "core/track_mpi.h"
 #include "p2p_int.h"
+#include "rdma/rdma.h"
+#include "regcache/regcache.h"
 
 /* The send family by mode, for the int and the large-count forms alike
  * (SFX empty or _c). */
@@ -267,7 +269,10 @@ int hb_p2p_send_c(int mode, const void *buf, MPI_Count count, MPI_Datatype type,
  * when it can.  The arguments are kept from the init call; the buffer's
  * size is taken there, while its datatype is certainly alive (the
  * application may free it before a Start).  A persistent buffer is
- * treated as hot: the request is the user's promise of reuse. */
+ * treated as hot: the request is the user's promise of reuse, and so it
+ * is registered at the init call (issue 14 item 2, the SCI-MPICH paper):
+ * every Start's zero-copy lookup is a cache hit, the first one too, and
+ * the held reference keeps it from eviction until MPI_Request_free. */
 struct p2p_psend {
     uint64_t key; /* the MPI_Request handle's bits */
     MPI_Comm comm;
@@ -276,8 +281,30 @@ struct p2p_psend {
     uint64_t bytes; /* contiguous, else 0: MPI at every Start */
     uint16_t site;  /* credited with the Starts that go by ring */
     int sync;       /* Ssend_init: each Start completes at its SYNC_ACK */
+    struct hb_region *reg; /* registered at init, or NULL */
     UT_hash_handle hh;
 };
+
+/* The buffer of a persistent send that can go by ring, registered now;
+ * NULL (each Start registers then, as any hot send): too large for a
+ * slot, no registration cache, or the registration failed. */
+static struct hb_region *psend_pin(const void *buf, uint64_t bytes)
+{
+    struct hb_rdma *rdma = p2p.ctx->rdma;
+    struct hb_region *reg = NULL;
+    if (!bytes || bytes > p2p.ctx->cfg->eager_limit || !rdma->cache ||
+        hb_rdma_register(rdma, buf, bytes, &reg))
+        return NULL;
+    p2p.stats.psend_pinned++;
+    return reg;
+}
+
+static void psend_free(struct p2p_psend *s)
+{
+    if (s && s->reg)
+        hb_regcache_put(p2p.ctx->rdma->cache, s->reg);
+    free(s);
+}
 
 static struct p2p_psend *psend_find(MPI_Request h)
 {
@@ -303,8 +330,9 @@ void hb_p2p_send_init(int mode, MPI_Request req, const void *buf, int count,
     s->bytes = hb_dt_contiguous_bytes(count, type);
     s->sync = sync_mode(mode);
     s->site = hb_track_site(HB_OP_SEND, ret); /* the init call's */
+    s->reg = psend_pin(buf, s->bytes);
     HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
-    free(old); /* a handle MPI reused after a free we did not see */
+    psend_free(old); /* a handle MPI reused after a free we did not see */
 }
 
 void hb_p2p_send_init_c(int mode, MPI_Request req, const void *buf,
@@ -357,7 +385,7 @@ void hb_p2p_psend_forget(MPI_Request req)
     struct p2p_psend *s = psend_find(req);
     if (s) {
         HASH_DEL(p2p.psends, s);
-        free(s);
+        psend_free(s);
     }
 }
 
@@ -370,6 +398,6 @@ void hb_p2p_psend_drop_comm(MPI_Comm comm)
     HASH_ITER(hh, p2p.psends, s, tmp)
     if (s->comm == comm || comm == MPI_COMM_NULL) {
         HASH_DEL(p2p.psends, s);
-        free(s);
+        psend_free(s);
     }
 }

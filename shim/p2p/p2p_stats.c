@@ -94,11 +94,13 @@ static void ring_text(FILE *out, const struct hb_p2p_summary *m)
         out,
         "\n  ring: %llu message(s), %llu B (%llu zero-copy), %llu by MPI "
         "on live pairs, %llu marker(s), %llu resent, %llu credit(s), "
-        "%llu synchronous\n",
+        "%llu synchronous; %llu persistent send buffer(s) registered at "
+        "init\n",
         (unsigned long long)m->ring_msgs, (unsigned long long)m->ring_bytes,
         (unsigned long long)m->ring_zcopy, (unsigned long long)m->live_by_mpi,
         (unsigned long long)m->markers_out, (unsigned long long)m->ring_resends,
-        (unsigned long long)m->ring_credits, (unsigned long long)m->ring_sync);
+        (unsigned long long)m->ring_credits, (unsigned long long)m->ring_sync,
+        (unsigned long long)m->psend_pinned);
     slots_text(out, m);
 }
 

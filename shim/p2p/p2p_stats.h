@@ -58,7 +58,8 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_resent_in, "resent_in")    /* RESENDs received */                   \
     _(ring_credits, "credits")        /* credit immediates sent */             \
     _(ring_sync, "ring_sync")         /* synchronous sends by ring (sender) */ \
-    _(sync_acks, "sync_acks")         /* their SYNC_ACKs received */           \
+    _(psend_pinned, "persistent_registered") /* Send_init buffers, at init */  \
+    _(sync_acks, "sync_acks")                /* their SYNC_ACKs received */    \
     _(sync_acks_mpi, "sync_acks_mpi") /* SYNC_ACKs sent by MPI (receiver) */   \
     _(chans, "channels")              /* channels made (either direction) */   \
     _(chan_bytes, "channel_bytes")    /* their registered memory, charged */   \

@@ -182,6 +182,7 @@ static int hot_mix;
 static int *hot_buf;
 #define HOT_MAX 2000 /* ints */
 static int *hot_nb[MAXOPS];
+static void *buf_alloc(size_t bytes);
 
 /* The buffer of send i of the phase; NULL: a fresh one, freed after. */
 static int *hot_send_buf(const msg_t *m, int i)
@@ -191,8 +192,8 @@ static int *hot_send_buf(const msg_t *m, int i)
     if (m->mode == S_SEND || m->mode == S_SSEND || m->mode == S_RSEND ||
         m->mode == S_BSEND)
         return hot_buf; /* free again when the call returns */
-    if (!hot_nb[i] && !(hot_nb[i] = malloc(sizeof(int) * (HOT_MAX + 1))))
-        abort();
+    if (!hot_nb[i])
+        hot_nb[i] = buf_alloc(sizeof(int) * (HOT_MAX + 1));
     return hot_nb[i]; /* free again when the phase is over */
 }
 
@@ -413,6 +414,37 @@ static void check(int rc, const char *what)
                 now_seed, now_phase, what, s);
         MPI_Abort(MPI_COMM_WORLD, 3);
     }
+}
+
+/* P2P_RANDOM_ALLOC_MEM=1 (the same in every run compared): every send and
+ * receive buffer from MPI_Alloc_mem (issue 14: hotbuf serves it from
+ * chunks registered once), one call in four with an info key, which
+ * hotbuf leaves to the MPI; freed with MPI_Free_mem, fresh ones every
+ * phase. */
+static int use_alloc_mem;
+static MPI_Info hint_info = MPI_INFO_NULL;
+
+static void *buf_alloc(size_t bytes)
+{
+    static unsigned calls;
+    void *p = NULL;
+    if (!use_alloc_mem) {
+        if (!(p = malloc(bytes)))
+            abort();
+        return p;
+    }
+    check(MPI_Alloc_mem((MPI_Aint)bytes,
+                        calls++ % 4 ? MPI_INFO_NULL : hint_info, &p),
+          "Alloc_mem");
+    return p;
+}
+
+static void buf_free(void *p)
+{
+    if (!use_alloc_mem)
+        free(p);
+    else if (p)
+        check(MPI_Free_mem(p), "Free_mem");
 }
 
 static int word(unsigned long seed, int phase, int id, int i)
@@ -1183,7 +1215,7 @@ static void run_phase(result_t *res, int wrank, int wsize)
         const op_t *o = &s.op[k];
         size_t bytes = (size_t)(o->cap > 0 ? o->cap : 1) * (o->t3 ? 12 : 4);
         live[k] = (live_t){
-            .buf = malloc(bytes), .bytes = bytes, .req = MPI_REQUEST_NULL};
+            .buf = buf_alloc(bytes), .bytes = bytes, .req = MPI_REQUEST_NULL};
         memset(live[k].buf, 0xee, bytes);
     }
     /* 1: receives posted before the sends */
@@ -1221,7 +1253,7 @@ static void run_phase(result_t *res, int wrank, int wsize)
         int *b = hot_send_buf(m, i);
         if (!b)
             b = sbuf[i] =
-                malloc((size_t)(m->count ? m->count : 1) * sizeof(int));
+                buf_alloc((size_t)(m->count ? m->count : 1) * sizeof(int));
         for (int j = 0; j < m->count; j++)
             b[j] = word(res->seed, res->phase, m->id, j);
         do_send(m, b, comm, &pd);
@@ -1249,10 +1281,10 @@ static void run_phase(result_t *res, int wrank, int wsize)
                     "p2p_random: seed %lu phase %d op %d never completed\n",
                     res->seed, res->phase, k);
         }
-        free(live[k].buf);
+        buf_free(live[k].buf);
     }
     for (int i = 0; i < s.nmsg; i++)
-        free(sbuf[i]);
+        buf_free(sbuf[i]);
     free(s.msg);
     /* 6: wildcard receives from every rank, on a communicator of their own */
     now_step = "6: fan-in";
@@ -1290,7 +1322,13 @@ int main(int argc, char **argv)
     trace = argc > 3 && strcmp(argv[3], "trace") == 0;
     const char *hot = getenv("P2P_RANDOM_HOT");
     hot_mix = hot && !strcmp(hot, "1");
-    hot_buf = malloc(sizeof(int) * (HOT_MAX + 1));
+    const char *am = getenv("P2P_RANDOM_ALLOC_MEM");
+    use_alloc_mem = am && !strcmp(am, "1");
+    if (use_alloc_mem) {
+        MPI_Info_create(&hint_info);
+        MPI_Info_set(hint_info, "p2p_random_hint", "ignored");
+    }
+    hot_buf = buf_alloc(sizeof(int) * (HOT_MAX + 1));
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     MPI_Type_contiguous(3, MPI_INT, &t3_type);
     MPI_Type_commit(&t3_type);

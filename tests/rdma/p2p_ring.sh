@@ -20,6 +20,10 @@
 #        AddressSanitizer (make ASAN=1): no heap error, in hotbuf or in the
 #        MPI calls it makes (a use-after-free there broke Open MPI's heap
 #        at a later free, far from its cause).
+#  .../allocmem                  the same with every buffer from
+#        MPI_Alloc_mem (P2P_RANDOM_ALLOC_MEM=1): served from hotbuf's
+#        registered chunks (one call in four has an info key: the MPI's),
+#        and hot ones zero-copy (report).
 #  .../credits                   the same with a small channel and credits
 #        held until a bucket is all free (HOTBUF_TEST_P2P_BUDGET,
 #        HOTBUF_TEST_P2P_HOLD_CREDITS): sends without a slot go by MPI.
@@ -71,6 +75,7 @@ random() {
         [ $mpi = openmpi ] && opt+=(-x ASAN_OPTIONS)
         set -- "$@" ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=64:halt_on_error=1
     fi
+    [ "$variant" = allocmem ] && [ $mpi = openmpi ] && opt+=(-x P2P_RANDOM_ALLOC_MEM)
     env "$@" P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run "${hb[@]}" -- \
         mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$r.out" 2>"$r.err"
@@ -108,10 +113,10 @@ pingpong() {
     if [ $rc != 0 ] || grep -qv ' errors 0 ' "$r.plain" || ! cmp -s "$r.plain" "$r.out"; then
         cat "$r.out" >>"$r.err"
         fail "$name" "results differ from plain MPI (exit $rc)" "$r.err"
-    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_zcopy"] > 0 and r["p2p"]["ring"]["hot_missed"] == r["p2p"]["ring"]["live_no_slot"] + r["p2p"]["ring"]["live_connecting"] and 100 * r["p2p"]["ring"]["hot_missed"] <= r["p2p"]["ring"]["ring_msgs"] and r["p2p"]["ring"]["channel_bytes"] > 0 and sum(b["records"] for b in r["p2p"]["ring"]["slots"]) > 0 and sum(x["rerouted_calls"] for x in r["sites"] if x["op"] == "send") == r["p2p"]["ring"]["ring_msgs"] and all(x["rerouted_calls"] > 0 for x in r["sites"] if x["op"] == "send" and x["calls"] >= 100)')" != True ]; then
-        fail "$name" "not every message after the grant went zero-copy (or a send site took no ring, or the report's channels, slots and per-site rerouted sends are missing): $ring; sites: $(json "$r.json" '[(x["name"], x["calls"], x["rerouted_calls"]) for x in r["sites"] if x["op"] == "send"]')" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_zcopy"] > 0 and r["p2p"]["ring"]["hot_missed"] == r["p2p"]["ring"]["live_no_slot"] + r["p2p"]["ring"]["live_connecting"] and 100 * r["p2p"]["ring"]["hot_missed"] <= r["p2p"]["ring"]["ring_msgs"] and r["p2p"]["ring"]["channel_bytes"] > 0 and sum(b["records"] for b in r["p2p"]["ring"]["slots"]) > 0 and sum(x["rerouted_calls"] for x in r["sites"] if x["op"] == "send") == r["p2p"]["ring"]["ring_msgs"] and all(x["rerouted_calls"] > 0 for x in r["sites"] if x["op"] == "send" and x["calls"] >= 100) and r["p2p"]["ring"]["persistent_registered"] > 0')" != True ]; then
+        fail "$name" "not every message after the grant went zero-copy (or a send site took no ring, or the report's channels, slots and per-site rerouted sends are missing, or no persistent send buffer was registered at init): $ring; sites: $(json "$r.json" '[(x["name"], x["calls"], x["rerouted_calls"]) for x in r["sites"] if x["op"] == "send"]')" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_zcopy)d zero-copy (every hot one but %(live_no_slot)d without a credit and %(live_connecting)d while connecting), %(live)d pairs live, %(channel_bytes)d B in %(channels)d channels" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_zcopy)d zero-copy (every hot one but %(live_no_slot)d without a credit and %(live_connecting)d while connecting), %(live)d pairs live, %(channel_bytes)d B in %(channels)d channels, %(persistent_registered)d persistent send buffers registered at init" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -174,6 +179,7 @@ policy openmpi 20 'r["p2p"]["ring"]["grants_refused"].get("not_worth", 0) > 0 an
 ring='r["p2p"]["ring"]'
 fault="$ring[\"resends\"] > 0 and $ring[\"dead\"] > 0"
 credits="$ring[\"live_no_slot\"] > 0"
+allocmem="r[\"alloc_mem\"][\"served\"] > 0 and r[\"alloc_mem\"][\"passed\"][\"info\"] > 0 and r[\"alloc_mem\"][\"chunks\"] > 0 and $ring[\"ring_zcopy\"] > 0"
 revoke="$ring[\"revokes\"] > 0 and $ring[\"revoked\"] > 0 and $ring[\"channels_freed\"] > 0"
 for n in 2 4; do
     random openmpi $n ask ""
@@ -184,7 +190,9 @@ for n in 2 4; do
         $([ $n = 4 ] && echo HOTBUF_TEST_P2P_FAULT=40)
 done
 random openmpi 2 asan ""
+random openmpi 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
 random mpich 2 ask ""
+random mpich 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
 random mpich 2 revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2

@@ -124,6 +124,7 @@ static const struct {
     {"HOTBUF_P2P_RING", "0"},
     {"HOTBUF_P2P_PULL_NS", "1000"},
     {"HOTBUF_P2P_IDLE", "65536"},
+    {"HOTBUF_ALLOC_MEM", "4194304"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -494,6 +495,7 @@ static const struct {
     {"HOTBUF_P2P_RING", "1"},
     {"HOTBUF_P2P_PULL_NS", "250"},
     {"HOTBUF_P2P_IDLE", "100"},
+    {"HOTBUF_ALLOC_MEM", "0"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 
