@@ -84,6 +84,10 @@ random() {
     if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$SEEDS" ] ||
        ! cmp -s "$plain" "$r.out"; then
         diff "$plain" "$r.out" | head -5 >>"$r.err"
+        # the program's own words (a HANG: seed, phase, rank, step) last,
+        # where the tail shown below keeps them past MPI's abort banner
+        grep -a '^p2p_random: ' "$r.err" | head -4 >"$r.err.own"
+        cat "$r.err.own" >>"$r.err"
         # AddressSanitizer's finding: what, where, and where the memory came from
         grep -q 'ERROR: AddressSanitizer' "$r.err" &&
             grep -v '^ *0x\|Shadow\|^$' "$r.err" | grep -A14 -m1 'ERROR: AddressSanitizer' >"$r.err.asan" &&
