@@ -107,6 +107,9 @@ static struct {
     uint64_t test_budget;
     int hold_credits;
     uint64_t revoke_every; /* test: revoke a pair at every K-th record */
+    /* test: the SYNC_ACK number ack_fault_at (0: never) is lost with its
+     * QP, as if the link failed under it: not posted, and a QP error */
+    uint64_t ack_fault_at, acks;
     double credit_wait_us; /* CREDIT_WAIT_US, or the test switch's */
 } ch;
 
@@ -167,6 +170,8 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     ch.hold_credits = getenv("HOTBUF_TEST_P2P_HOLD_CREDITS") != NULL;
     ch.revoke_every = revoke ? strtoull(revoke, NULL, 10) : 0;
     ch.credit_wait_us = wait ? strtod(wait, NULL) : CREDIT_WAIT_US;
+    const char *ack_fault = getenv("HOTBUF_TEST_P2P_ACK_FAULT");
+    ch.ack_fault_at = ack_fault ? strtoull(ack_fault, NULL, 10) : 0;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
     ch.rxlist = calloc((size_t)ctx->size, sizeof(*ch.rxlist));
     if (!p2p.peers || !ch.rxlist)
@@ -664,6 +669,10 @@ int hb_p2p_chan_sync_ack(int a, uint32_t id)
         .imm = HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_SYNC, 0, id))};
     if (!p->rx_up || p->rx_dead)
         return -1;
+    if (++ch.acks == ch.ack_fault_at) { /* test: lost with the QP */
+        hb_transport_debug_qp_error(ch.tr, a);
+        return 0;
+    }
     int rc = hb_transport_post(ch.tr, a, &wr, &op);
     if (rc == HB_TR_FAILED)
         p->rx_dead = 1;
