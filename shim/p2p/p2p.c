@@ -79,7 +79,10 @@ static void progress_cb(void *arg)
 void hb_p2p_poll(void)
 {
     struct hb_list *l, *next;
-    if (p2p.busy || hb_list_empty(&p2p.pulled))
+    if (p2p.busy)
+        return;
+    hb_p2p_chan_acks_check(); /* also with no communicator pulled */
+    if (hb_list_empty(&p2p.pulled))
         return;
     p2p.busy = 1;
     hb_p2p_chan_drain();

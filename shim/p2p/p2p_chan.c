@@ -56,6 +56,19 @@
  * a credit beside a CI run with 200 us). */
 #define CREDIT_WAIT_US 200.0
 
+/* A SYNC_ACK written by RDMA, not yet known delivered (p2p_sync.c: a
+ * sender whose communicator is gone cannot resend its record, so the
+ * receiver must make sure its SYNC_ACK arrives). */
+struct ack_wait {
+    struct hb_tr_op op;
+    uint32_t id;
+    int lost; /* test switch: never posted, its QP failed */
+};
+
+/* Every ACK_SIGNAL_EVERY-th SYNC_ACK is signaled: its completion confirms
+ * the earlier ones (RC completes in order), so the list stays short. */
+#define ACK_SIGNAL_EVERY 16
+
 struct p2p_peer {
     /* sending to this peer */
     int tx_up, tx_dead;
@@ -90,6 +103,9 @@ struct p2p_peer {
     uint32_t rx_seen;  /* highest rseq taken (ring or RESEND) */
     uint64_t rx_last;  /* p2p.ctrl_calls at the last record */
     uint64_t rx_count; /* records taken, for the test switch */
+    struct ack_wait
+        *acks; /* SYNC_ACKs by RDMA not yet confirmed, oldest first */
+    uint32_t nacks, capacks;
 };
 
 static struct {
@@ -97,7 +113,9 @@ static struct {
     struct hb_rdma *rdma;
     int size;
     uint32_t max_msg;
-    int *rxlist; /* peers with a receive channel */
+    int *rxlist;  /* peers with a receive channel */
+    int *acklist; /* peers with SYNC_ACKs not yet confirmed */
+    int nack;
     int nrx;
     struct p2p_msg *in_slot; /* the record being processed, still in its slot */
     /* test switches: a QP error before record number fault_at (0: never);
@@ -174,7 +192,8 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     ch.ack_fault_at = ack_fault ? strtoull(ack_fault, NULL, 10) : 0;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
     ch.rxlist = calloc((size_t)ctx->size, sizeof(*ch.rxlist));
-    if (!p2p.peers || !ch.rxlist)
+    ch.acklist = calloc((size_t)ctx->size, sizeof(*ch.acklist));
+    if (!p2p.peers || !ch.rxlist || !ch.acklist)
         return -1;
     return hb_rdma_imm_register(ctx->rdma, HB_IMM_CLASS_P2P, on_imm, NULL);
 }
@@ -190,6 +209,7 @@ static void free_peer(int w, struct p2p_peer *p)
     free(p->stage);
     free(p->region);
     free(p->fifo);
+    free(p->acks);
 }
 
 /* Before the barrier of MPI_Finalize: a credit still on its way could
@@ -213,6 +233,7 @@ void hb_p2p_chan_stop(void)
         free_peer(w, peer(w));
     free(p2p.peers);
     free(ch.rxlist);
+    free(ch.acklist);
     p2p.peers = NULL;
     memset(&ch, 0, sizeof(ch));
 }
@@ -657,6 +678,24 @@ static void send_credit(int w, struct p2p_peer *p, int b)
     p2p.stats.ring_credits++;
 }
 
+/* Keeps a SYNC_ACK written to a until it is known delivered; -1: no
+ * memory (the caller sends it by MPI at once instead). */
+static int ack_keep(int a, struct p2p_peer *p, struct ack_wait w)
+{
+    if (p->nacks == p->capacks) {
+        uint32_t cap = p->capacks ? 2 * p->capacks : 2 * ACK_SIGNAL_EVERY;
+        struct ack_wait *v = realloc(p->acks, cap * sizeof(*v));
+        if (!v)
+            return -1;
+        p->acks = v;
+        p->capacks = cap;
+    }
+    if (p->nacks == 0)
+        ch.acklist[ch.nack++] = a;
+    p->acks[p->nacks++] = w;
+    return 0;
+}
+
 int hb_p2p_chan_sync_ack(int a, uint32_t id)
 {
     struct p2p_peer *p = peer(a);
@@ -666,12 +705,15 @@ int hb_p2p_chan_sync_ack(int a, uint32_t id)
         .nsge = 0,
         .remote_addr = p->ack_addr,
         .rkey = p->ack_rkey,
-        .imm = HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_SYNC, 0, id))};
+        .imm = HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_SYNC, 0, id)),
+        .flags = p->nacks % ACK_SIGNAL_EVERY == ACK_SIGNAL_EVERY - 1
+                     ? HB_TR_F_SIGNAL
+                     : 0};
     if (!p->rx_up || p->rx_dead)
         return -1;
     if (++ch.acks == ch.ack_fault_at) { /* test: lost with the QP */
         hb_transport_debug_qp_error(ch.tr, a);
-        return 0;
+        return ack_keep(a, p, (struct ack_wait){.id = id, .lost = 1});
     }
     int rc = hb_transport_post(ch.tr, a, &wr, &op);
     if (rc == HB_TR_FAILED)
@@ -679,7 +721,39 @@ int hb_p2p_chan_sync_ack(int a, uint32_t id)
     if (rc != HB_TR_OK)
         return -1; /* queue full: this one by MPI */
     p->credit_op = op;
-    return 0;
+    return ack_keep(a, p, (struct ack_wait){.op = op, .id = id});
+}
+
+/* Drops a's confirmed SYNC_ACKs; once its QP has failed, sends the others
+ * again by MPI (a duplicate changes nothing at the sender).  1: a's list
+ * is empty now. */
+static int acks_check_peer(int a, struct p2p_peer *p)
+{
+    uint32_t k = 0;
+    while (k < p->nacks && !p->acks[k].lost &&
+           hb_transport_test(ch.tr, &p->acks[k].op) == HB_TR_OK)
+        k++;
+    if (k < p->nacks &&
+        (p->acks[k].lost ||
+         hb_transport_test(ch.tr, &p->acks[k].op) == HB_TR_FAILED)) {
+        p->rx_dead = 1; /* SYNC_ACKs by MPI from now */
+        for (; k < p->nacks; k++)
+            hb_p2p_ctrl_sync_ack(a, p->acks[k].id);
+    }
+    memmove(p->acks, p->acks + k, (p->nacks - k) * sizeof(*p->acks));
+    p->nacks -= k;
+    return p->nacks == 0;
+}
+
+void hb_p2p_chan_acks_check(void)
+{
+    for (int i = 0; i < ch.nack;) {
+        int a = ch.acklist[i];
+        if (acks_check_peer(a, peer(a)))
+            ch.acklist[i] = ch.acklist[--ch.nack];
+        else
+            i++;
+    }
 }
 
 static void drain_peer(int w, struct p2p_peer *p)

@@ -304,6 +304,9 @@ void hb_p2p_chan_resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
 int hb_p2p_chan_tx_failed(int b);
 /* Receiver: a SYNC_ACK to world rank a by RDMA; 0, or -1 (by MPI then). */
 int hb_p2p_chan_sync_ack(int a, uint32_t id);
+/* receiver: SYNC_ACKs written by RDMA whose QP failed before they were
+ * known delivered go again by MPI (cheap when none is pending) */
+void hb_p2p_chan_acks_check(void);
 void hb_p2p_chan_drain(void); /* receiver: placed records into merges */
 /* The merge of (A, c) released what it can: into matching. */
 void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
