@@ -32,6 +32,11 @@
 #        messages, a partial last element, a large-count send between ring
 #        messages, Ssend and Issend by ring completing only at the match:
 #        output as plain MPI's, synchronous sends on the ring (report).
+#  p2p_ring/issend_freed/FLAVOUR/np2  tests/mpi/p2p_issend_freed: an
+#        Issend by ring on a communicator freed before it completes, its
+#        SYNC_ACK lost with the QP (HOTBUF_TEST_P2P_ACK_FAULT=1): it
+#        completes (the receiver sends the SYNC_ACK again by MPI), output
+#        as plain MPI's.
 #  p2p_ring/policy/FLAVOUR/np2/coldN  tests/mpi/p2p_cold_mix: a hot buffer
 #        alone on its communicator is granted; among 20 cold messages a
 #        round the receiver refuses (not_worth): output as plain MPI's.
@@ -145,6 +150,29 @@ cases() {
     fi
 }
 
+# issend_freed MPI: tests/mpi/p2p_issend_freed, an Issend by ring on a
+# communicator freed before it completes, its SYNC_ACK lost with the QP
+# (HOTBUF_TEST_P2P_ACK_FAULT=1): the receiver sends it again by MPI, the
+# send completes (it hung before), output as plain MPI's.
+issend_freed() {
+    local mpi=$1 prog=build/$1/tests/p2p_issend_freed name=p2p_ring/issend_freed/$1/np2
+    only "$name" || return 0
+    local r=$work/isf-$mpi opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
+    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog 40 2>"$r.plain.err" | sort >"$r.plain"
+    HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
+        HOTBUF_TEST_P2P_ACK_FAULT=1 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
+        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog 40 2>"$r.err" | sort >"$r.out"
+    local rc=${PIPESTATUS[0]}
+    if [ $rc != 0 ] || [ "$(grep -c 'errors 0' "$r.plain")" != 2 ] || ! cmp -s "$r.plain" "$r.out"; then
+        diff "$r.plain" "$r.out" >>"$r.err"
+        fail "$name" "output differs from plain MPI (exit $rc; 124: the Issend never completed)" "$r.err"
+    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_sync"] > 0 and r["p2p"]["ring"]["sync_acks_mpi"] > 0')" != True ]; then
+        fail "$name" "no synchronous ring send, or its SYNC_ACK not sent again by MPI: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
+    else
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACK by MPI after its QP failed" % r["p2p"]["ring"]'))"
+    fi
+}
+
 # policy MPI COLD CHECK: tests/mpi/p2p_cold_mix (a hot 1 KiB buffer among
 # COLD cold messages per round on one communicator), grants asked for by
 # hotness alone: output as plain MPI's, and CHECK on the report.
@@ -173,6 +201,8 @@ pingpong openmpi 4
 pingpong mpich 2
 cases openmpi
 cases mpich
+issend_freed openmpi
+issend_freed mpich
 # the grant policy: the hot buffer alone is granted; among 20 cold
 # messages a round it is refused (pull would cost more than it saves)
 policy openmpi 0 'r["p2p"]["ring"]["granted"] > 0 and r["p2p"]["ring"]["ring_msgs"] > 0'
