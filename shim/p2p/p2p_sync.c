@@ -32,9 +32,15 @@
  * Once the region is freed, SYNC_ACKs go by MPI (hb_p2p_chan_sync_ack),
  * which a waiting sender reads from the handshake (hb_p2p_sync_done).
  *
- * Not covered: a sync send whose communicator is freed before its
- * SYNC_ACK (MPI allows that) cannot be resent after a fault (the pair is
- * gone): it completes only if its SYNC_ACK arrives. */
+ * A sync send whose communicator is freed before its SYNC_ACK (MPI allows
+ * that) cannot be resent after a fault: the pair is gone, and the
+ * receiver, its communicator freed too, would not read a RESEND there.
+ * Its record was placed (a record's write is waited for, and the one in
+ * flight at the fault is resent while its pair exists), so only the
+ * SYNC_ACK can be missing: the receiver keeps each SYNC_ACK it writes by
+ * RDMA until a completion shows it delivered and sends the unconfirmed
+ * ones again by MPI once that QP has failed (p2p_chan.c, ack_wait;
+ * tests/mpi/p2p_issend_freed hung without it). */
 #include <stdlib.h>
 
 #include "core/progress.h"
