@@ -157,11 +157,11 @@ cases() {
 issend_freed() {
     local mpi=$1 prog=build/$1/tests/p2p_issend_freed name=p2p_ring/issend_freed/$1/np2
     only "$name" || return 0
-    local r=$work/isf-$mpi opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
-    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog 40 2>"$r.plain.err" | sort >"$r.plain"
+    local r=$work/isf-$mpi opt=() rounds=${2:-40}; [ $mpi = openmpi ] && opt=(--oversubscribe)
+    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds 2>"$r.plain.err" | sort >"$r.plain"
     HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
         HOTBUF_TEST_P2P_ACK_FAULT=1 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
-        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog 40 2>"$r.err" | sort >"$r.out"
+        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds 2>"$r.err" | sort >"$r.out"
     local rc=${PIPESTATUS[0]}
     if [ $rc != 0 ] || [ "$(grep -c 'errors 0' "$r.plain")" != 2 ] || ! cmp -s "$r.plain" "$r.out"; then
         diff "$r.plain" "$r.out" >>"$r.err"
@@ -202,7 +202,7 @@ pingpong mpich 2
 cases openmpi
 cases mpich
 issend_freed openmpi
-issend_freed mpich
+issend_freed mpich 400
 # the grant policy: the hot buffer alone is granted; among 20 cold
 # messages a round it is refused (pull would cost more than it saves)
 policy openmpi 0 'r["p2p"]["ring"]["granted"] > 0 and r["p2p"]["ring"]["ring_msgs"] > 0'
