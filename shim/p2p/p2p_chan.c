@@ -727,15 +727,18 @@ int hb_p2p_chan_sync_ack(int a, uint32_t id)
 /* Drops a's confirmed SYNC_ACKs; once its QP has failed, sends the others
  * again by MPI (a duplicate changes nothing at the sender).  1: a's list
  * is empty now. */
+static int ack_state(const struct ack_wait *w)
+{
+    return w->lost ? HB_TR_FAILED : hb_transport_test(ch.tr, &w->op);
+}
+
 static int acks_check_peer(int a, struct p2p_peer *p)
 {
     uint32_t k = 0;
-    while (k < p->nacks && !p->acks[k].lost &&
-           hb_transport_test(ch.tr, &p->acks[k].op) == HB_TR_OK)
+    int st = HB_TR_AGAIN;
+    while (k < p->nacks && (st = ack_state(&p->acks[k])) == HB_TR_OK)
         k++;
-    if (k < p->nacks &&
-        (p->acks[k].lost ||
-         hb_transport_test(ch.tr, &p->acks[k].op) == HB_TR_FAILED)) {
+    if (k < p->nacks && st == HB_TR_FAILED) {
         p->rx_dead = 1; /* SYNC_ACKs by MPI from now */
         for (; k < p->nacks; k++)
             hb_p2p_ctrl_sync_ack(a, p->acks[k].id);
