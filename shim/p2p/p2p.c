@@ -82,6 +82,7 @@ void hb_p2p_poll(void)
     if (p2p.busy)
         return;
     hb_p2p_chan_acks_check(); /* also with no communicator pulled */
+    hb_p2p_rndv_progress();   /* reads complete without a Wait */
     if (hb_list_empty(&p2p.pulled))
         return;
     p2p.busy = 1;
@@ -115,6 +116,8 @@ static void start_ring(const struct hb_ctx *ctx)
         return;
     }
     p2p.ask_always = ask && !strcmp(ask, "1");
+    p2p.rndv = ctx->cfg->p2p_rndv;
+    p2p.rndv_min = ctx->cfg->p2p_rndv_min;
     hb_p2p_revoke_start(ctx);
     p2p.ring = p2p.pull_ok && hb_p2p_chan_start(ctx) == 0;
 }
@@ -126,6 +129,7 @@ static int start(const struct hb_ctx *ctx)
     hb_list_init(&p2p.pulled);
     hb_list_init(&p2p.orphans);
     hb_list_init(&p2p.sync_rx);
+    hb_p2p_rndv_start();
     if (parse_mode(ctx->cfg->p2p_pull))
         hb_note("HOTBUF_P2P_PULL=%s: not auto, all or after:N; auto used",
                 ctx->cfg->p2p_pull);
@@ -153,6 +157,7 @@ static void stop(const struct hb_ctx *ctx)
         PMPI_Barrier(ctx->comm); /* then no peer writes into a channel */
     }
     hb_p2p_chan_stop();
+    hb_p2p_rndv_stop();
     hb_p2p_engaged = 0;
     hb_p2p_comm_free_all();
     hb_p2p_psend_drop_comm(MPI_COMM_NULL);

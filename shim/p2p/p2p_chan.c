@@ -435,7 +435,7 @@ int hb_p2p_chan_tx_failed(int b)
 
 static void fill_hdr(struct hb_ring_hdr *h, struct p2p_txpair *tp,
                      struct hb_pp_rec *rec, uint32_t bytes, int tag, int zc,
-                     struct p2p_sync *sync)
+                     struct p2p_sync *sync, int rndv)
 {
     memset(h, 0, sizeof(*h));
     h->cid = tp->cid;
@@ -444,7 +444,9 @@ static void fill_hdr(struct hb_ring_hdr *h, struct p2p_txpair *tp,
     h->nbytes = bytes;
     h->rseq = rec->rseq;
     h->mpi_before = rec->mpi_before;
-    h->type = sync ? HB_RING_DATA_SYNC : HB_RING_DATA;
+    h->type = !sync  ? HB_RING_DATA
+              : rndv ? HB_RING_DATA_RNDV
+                     : HB_RING_DATA_SYNC;
     h->zcopy = (uint16_t)zc;
     if (sync) { /* kept for a resend until its SYNC_ACK */
         h->sreq = sync->id;
@@ -507,25 +509,98 @@ static int wait_credit(struct p2p_peer *p, uint32_t bytes, int *bucket,
     return -1;
 }
 
+int hb_p2p_chan_fits(int b, uint64_t bytes)
+{
+    struct p2p_peer *p = peer(b);
+    return !p->tx_up || bytes <= p->tl.cap[p->tl.nbuckets - 1];
+}
+
+/* A DATA_RNDV record's payload: the descriptor of the user's buffer,
+ * registered (*reg, held by the record's keeper until its SYNC_ACK), from
+ * the staging area behind the header.  -1: no registration (MPI then). */
+static int rndv_desc(struct p2p_peer *p, const void *buf, uint32_t bytes,
+                     struct hb_tr_sge *sg, struct hb_region **reg)
+{
+    struct hb_rndv_desc d = {.addr = (uint64_t)(uintptr_t)buf};
+    *reg = NULL;
+    if (!ch.rdma->cache || hb_rdma_register(ch.rdma, buf, bytes, reg)) {
+        p2p.stats.rndv_noreg++;
+        return -1;
+    }
+    d.rkey = hb_region_mr(*reg)->rkey;
+    memcpy(p->stage + CREDIT_WORD + HB_SLOT_HDR, &d, sizeof(d));
+    sg->addr = (uint64_t)(uintptr_t)(p->stage + CREDIT_WORD + HB_SLOT_HDR);
+    sg->length = sizeof(d);
+    sg->lkey = p->stage_mr->lkey;
+    return 0;
+}
+
+/* What a send's record occupies in its slot. */
+static uint32_t record_len(uint32_t bytes, int rndv)
+{
+    return rndv ? (uint32_t)sizeof(struct hb_rndv_desc) : bytes;
+}
+
+/* A slot for len bytes, waiting a little for a credit; -1: none. */
+static int take_slot(struct p2p_peer *p, uint32_t len, int *bucket,
+                     uint64_t *off)
+{
+    if (hb_slot_tx_take(&p->stx, len, bucket, off) &&
+        wait_credit(p, len, bucket, off)) {
+        p2p.stats.live_no_slot++;
+        return -1;
+    }
+    return 0;
+}
+
+/* The record was written (zero-copy or copied), or failed: the pair's
+ * bookkeeping, the resend, the counts. */
+static void sent(struct p2p_txpair *tp, struct hb_pp_rec *rec, int rc,
+                 const void *buf, uint32_t bytes, int zc, int rndv,
+                 struct p2p_sync *sync)
+{
+    struct p2p_peer *p = peer(tp->world);
+    hb_pp_acked(rec);
+    if (rc != HB_TR_OK) {
+        struct hb_ring_hdr copy =
+            *(struct hb_ring_hdr *)(p->stage + CREDIT_WORD);
+        peer_dead(tp->world); /* a kept record goes again there */
+        if (!sync)
+            hb_p2p_chan_resend(tp, &copy, buf);
+        return;
+    }
+    p2p.stats.ring_msgs++;
+    p2p.stats.ring_bytes += bytes;
+    p2p.stats.ring_zcopy += zc;
+    p2p.stats.rndv_msgs += rndv;
+    p2p.stats.rndv_bytes += rndv ? bytes : 0;
+}
+
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
                      int tag, int hot, struct p2p_sync *sync)
 {
     struct p2p_peer *p = peer(tp->world);
     struct hb_tr_sge sg[2];
-    struct hb_region *reg;
+    struct hb_region *reg = NULL;
     struct hb_pp_rec rec;
     struct hb_tr_op op;
     int bucket, rc;
     uint64_t off;
-    if (!p->tx_up || bytes > p->tl.cap[p->tl.nbuckets - 1])
+    if (!p->tx_up)
+        return -1;
+    int rndv = bytes > p->tl.cap[p->tl.nbuckets - 1];
+    if (rndv && (!sync || !sync->rndv || bytes > HB_RNDV_MAX))
         return -1;
     if (hb_transport_connect(ch.tr, tp->world) != HB_TR_OK) {
         p2p.stats.live_connecting++;
         return -1;
     }
-    if (hb_slot_tx_take(&p->stx, bytes, &bucket, &off) &&
-        wait_credit(p, bytes, &bucket, &off)) {
-        p2p.stats.live_no_slot++;
+    uint32_t len = record_len(bytes, rndv);
+    if (rndv && rndv_desc(p, buf, bytes, &sg[1], &reg))
+        return -1;
+    if (take_slot(p, len, &bucket, &off)) {
+        if (reg)
+            hb_regcache_put(ch.rdma->cache, reg);
         return -1;
     }
     uint32_t slot =
@@ -534,30 +609,24 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     if (++ch.records == ch.fault_at) /* test: as a fatal link error would */
         hb_transport_debug_qp_error(ch.tr, tp->world);
     struct hb_ring_hdr *h = (void *)(p->stage + CREDIT_WORD);
-    payload(p, buf, bytes, hot, &sg[1], &reg);
-    fill_hdr(h, tp, &rec, bytes, tag, reg != NULL, sync);
+    if (!rndv)
+        payload(p, buf, bytes, hot, &sg[1], &reg);
+    fill_hdr(h, tp, &rec, bytes, tag, reg != NULL, sync, rndv);
     sg[0] = (struct hb_tr_sge){(uint64_t)(uintptr_t)h, HB_SLOT_HDR,
                                p->stage_mr->lkey};
     rc = post(
-        p, tp->world, sg, bytes ? 2 : 1, off,
+        p, tp->world, sg, len ? 2 : 1, off,
         HB_IMM(HB_IMM_CLASS_P2P, HB_P2P_IMM(HB_IMM_P2P_DATA, bucket, slot)),
         &op);
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(ch.tr, &op, hb_progress_yield, NULL);
-    hb_pp_acked(&rec);
-    if (rc != HB_TR_OK) {
-        struct hb_ring_hdr copy = *h;
-        peer_dead(tp->world); /* a DATA_SYNC record goes again there */
-        if (!sync)
-            hb_p2p_chan_resend(tp, &copy, buf);
-    } else {
-        p2p.stats.ring_msgs++;
-        p2p.stats.ring_bytes += bytes;
-        p2p.stats.ring_zcopy += reg != NULL;
-    }
-    if (reg)
+    int zc = reg != NULL;
+    if (rndv) /* the receiver reads buf: registered until the SYNC_ACK */
+        sync->reg = reg;
+    else if (reg)
         hb_regcache_put(ch.rdma->cache, reg);
-    return reg != NULL;
+    sent(tp, &rec, rc, buf, bytes, zc, rndv, sync);
+    return zc;
 }
 
 /* ---- receiving -------------------------------------------------------- */
@@ -587,16 +656,34 @@ void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp)
     }
 }
 
-static struct p2p_msg *ring_msg(const struct hb_ring_hdr *h, const void *data)
+/* A DATA_SYNC or DATA_RNDV record: its sender waits for a SYNC_ACK. */
+static int record_sync(const struct hb_ring_hdr *h)
 {
-    struct p2p_msg *m = malloc(sizeof(*m) + h->nbytes);
+    return h->type == HB_RING_DATA_SYNC || h->type == HB_RING_DATA_RNDV;
+}
+
+/* What the record holds in its slot (not what the message holds). */
+static uint32_t slot_len(const struct hb_ring_hdr *h)
+{
+    return record_len(h->nbytes, h->type == HB_RING_DATA_RNDV);
+}
+
+/* The message of record h; data: its payload as placed (a rendezvous
+ * record's descriptor when rndv, else the message). */
+static struct p2p_msg *ring_msg(const struct hb_ring_hdr *h, const void *data,
+                                int rndv)
+{
+    struct p2p_msg *m = malloc(sizeof(*m) + (rndv ? 0 : h->nbytes));
     if (!m)
         abort(); /* a placed record cannot be refused */
     memset(m, 0, sizeof(*m));
     m->kind = MSG_RING;
     m->msg = MPI_MESSAGE_NULL;
-    m->data = (void *)data;
+    m->data = rndv ? NULL : (void *)data;
     m->bytes = h->nbytes;
+    if (rndv) /* the payload stays with the sender until it is read */
+        memcpy(&m->rd, data, sizeof(m->rd));
+    m->rndv = rndv;
     m->n.source = h->src;
     m->n.tag = h->tag;
     m->st.MPI_SOURCE = h->src;
@@ -621,33 +708,49 @@ static struct p2p_comm *record_comm(const struct hb_ring_hdr *h, int w,
     return *rp && (*rp)->world == w ? c : NULL;
 }
 
+/* A record seen before (a RESEND of a placed one, or the placed one
+ * after its RESEND).  A synchronous or rendezvous record still waiting
+ * for its match or its read gets what it needs from a RESEND's payload;
+ * one already acknowledged is acknowledged again (p2p_sync.c). */
+static void take_dup(int w, const struct hb_ring_hdr *h, const void *data,
+                     int resent)
+{
+    p2p.stats.ring_dups++;
+    if (!record_sync(h))
+        return;
+    struct p2p_msg *m = hb_p2p_sync_rx_dup(w, h->rseq, h->sreq);
+    if (m && m->rndv && resent)
+        hb_p2p_rndv_resent(m, data);
+}
+
 /* A record into its pair's merge; 0, or -1 when it names no pair.  data
  * is borrowed (a slot, or a RESEND's buffer): a record the merge or the
- * unexpected store keeps gets its own copy. */
-static int take_record(int w, const struct hb_ring_hdr *h, const void *data)
+ * unexpected store keeps gets its own copy.  resent: it came by MPI,
+ * whole (a rendezvous record's message with it). */
+static int take_record(int w, const struct hb_ring_hdr *h, const void *data,
+                       int resent)
 {
     struct p2p_rxpair *rp;
     struct p2p_comm *c = record_comm(h, w, &rp);
     if (!c)
         return -1;
-    struct p2p_msg *m = ring_msg(h, data);
+    int rndv = h->type == HB_RING_DATA_RNDV && !resent;
+    struct p2p_msg *m = ring_msg(h, data, rndv);
     struct p2p_peer *p = peer(w);
     if (h->rseq > p->rx_seen)
         p->rx_seen = h->rseq;
     p->rx_last = p2p.ctrl_calls;
     if (hb_mg_ring(&rp->mg, &m->g)) {
-        p2p.stats.ring_dups++;
         free(m);
-        if (h->type == HB_RING_DATA_SYNC)
-            hb_p2p_sync_rx_dup(w, h->rseq, h->sreq);
+        take_dup(w, h, data, resent);
         return 0;
     }
-    if (h->type == HB_RING_DATA_SYNC)
+    if (record_sync(h))
         hb_p2p_sync_rx_new(m, w, h->sreq);
     p2p.stats.ring_received++;
     if (ch.revoke_every && rp->live && ++p->rx_count % ch.revoke_every == 0)
         rp->revoke_due = p2p.revokes_due = 1;
-    ch.in_slot = m;
+    ch.in_slot = rndv ? NULL : m; /* a descriptor is copied already */
     hb_p2p_release(c, rp);
     if (ch.in_slot) { /* held (merge or unexpected store) */
         memcpy(m->copy, m->data, m->bytes);
@@ -748,6 +851,12 @@ static int acks_check_peer(int a, struct p2p_peer *p)
     return p->nacks == 0;
 }
 
+void hb_p2p_chan_rx_failed(int a, const char *why)
+{
+    peer(a)->rx_dead = 1;
+    hb_transport_fail_peer(ch.tr, a, why); /* nothing if failed already */
+}
+
 void hb_p2p_chan_acks_check(void)
 {
     for (int i = 0; i < ch.nack;) {
@@ -773,13 +882,14 @@ static void drain_peer(int w, struct p2p_peer *p)
         char *rec =
             p->region + p->rl.offset[b] + (uint64_t)slot * p->rl.stride[b];
         const struct hb_ring_hdr *h = (const void *)rec;
-        if (h->nbytes > p->rl.cap[b] || take_record(w, h, rec + HB_SLOT_HDR)) {
+        uint32_t len = slot_len(h);
+        if (len > p->rl.cap[b] || take_record(w, h, rec + HB_SLOT_HDR, 0)) {
             hb_transport_fail_peer(ch.tr, w, "point-to-point: bad record");
             return;
         }
-        hb_slot_rx_free(&p->srx, b, h->nbytes);
+        hb_slot_rx_free(&p->srx, b, len);
         p2p.stats.slot_recs[b]++;
-        p2p.stats.slot_msg_bytes[b] += h->nbytes;
+        p2p.stats.slot_msg_bytes[b] += len;
         p2p.stats.slot_cap_bytes[b] += p->rl.cap[b];
         send_credit(w, p, b);
     }
@@ -899,7 +1009,7 @@ static void foreign(struct p2p_comm *c, struct p2p_rxpair *rp, void *b,
 {
     struct hb_ring_hdr h = {
         .src = st->MPI_SOURCE, .tag = st->MPI_TAG, .nbytes = (uint32_t)bytes};
-    struct p2p_msg *m = ring_msg(&h, NULL);
+    struct p2p_msg *m = ring_msg(&h, NULL, 0);
     memcpy(m->copy, b, (size_t)bytes);
     m->data = m->copy;
     m->g.kind = HB_MG_MPI;
@@ -935,7 +1045,8 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
         memcpy(&h, b + sizeof(ib), sizeof(h));
         p2p.stats.ring_resent_in++;
         peer(rp->world)->rx_dead = 1; /* its SYNC_ACKs by MPI from now */
-        take_record(rp->world, &h, b + sizeof(ib) + sizeof(h));
+        if (bytes - sizeof(ib) - sizeof(h) >= h.nbytes)
+            take_record(rp->world, &h, b + sizeof(ib) + sizeof(h), 1);
     } else {
         foreign(c, rp, b, bytes, st);
     }

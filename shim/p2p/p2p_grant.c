@@ -396,6 +396,7 @@ void hb_p2p_grant_poll(void)
         (++p2p.ctrl_calls % HB_CTRL_EVERY && !p2p.ask_always))
         return;
     poll_ctrl();
+    hb_p2p_sync_check();
 }
 
 void hb_p2p_grant_poll_now(void)

@@ -11,6 +11,7 @@
  *   p2p_grant.c  the handshake;  p2p_chan.c channels;  p2p_send.c sends
  *   p2p_revoke.c revokes, and freeing the channels they leave idle
  *   p2p_sync.c   synchronous sends (SYNC_ACK)
+ *   p2p_rndv.c   rendezvous: the receiver reads large messages by RDMA
  */
 #ifndef HOTBUF_P2P_INT_H
 #define HOTBUF_P2P_INT_H
@@ -27,6 +28,9 @@
 #include "p2p_slots.h"
 #include "p2p_stats.h"
 #include "p2p_wire.h"
+
+struct p2p_rndv;  /* p2p_rndv.c */
+struct hb_region; /* regcache.h */
 
 enum p2p_mode { P2P_MODE_AUTO, P2P_MODE_ALL, P2P_MODE_AFTER };
 enum p2p_comm_state { COMM_NORMAL, COMM_PULLED, COMM_OFF };
@@ -82,8 +86,14 @@ struct p2p_msg {
     MPI_Status st;   /* as PMPI_Improbe gave it (ring: made alike) */
     struct hb_mg_item g;
     int kind;   /* enum p2p_msg_kind */
-    void *data; /* MSG_RING: payload, in its slot or in copy[] */
+    void *data; /* MSG_RING: payload, in its slot, in copy[] or in heap */
     uint32_t bytes;
+    /* a DATA_RNDV record not yet read (data NULL): where its payload is,
+     * and the read under way once matched (p2p_rndv.c) */
+    int rndv;
+    struct hb_rndv_desc rd;
+    struct p2p_rndv *rv;
+    void *heap; /* the payload, read or resent, owned by the message */
     /* a DATA_SYNC record not yet matched (p2p_sync.c): its SYNC_ACK */
     int sync;
     int sync_world;
@@ -137,6 +147,8 @@ struct p2p_req {
     struct hb_pm_recv n;
     struct hb_list orphan; /* on p2p.orphans once freed while pending */
     struct p2p_sync *sync; /* a synchronous send by ring: done at its ack */
+    struct p2p_rndv *rv;   /* matched to a rendezvous record: reading */
+    struct hb_region *pin; /* Recv_init: buf registered until freed */
     UT_hash_handle hh;
 };
 
@@ -145,6 +157,9 @@ struct p2p_sync {
     uint32_t id; /* in the record (sreq) and in its SYNC_ACK */
     int sent;    /* hdr holds the record as written */
     int acked;
+    int rndv;              /* may go as a DATA_RNDV record (too large for
+                              a slot): the receiver reads buf */
+    struct hb_region *reg; /* DATA_RNDV: buf's, held until the SYNC_ACK */
     int world;             /* the receiver, world rank */
     struct p2p_txpair *tp; /* NULL once its communicator is dropped */
     unsigned polls;        /* looks while unacknowledged (p2p_sync.c) */
@@ -193,6 +208,9 @@ struct p2p_state {
     struct p2p_sync *syncs;   /* kept DATA_SYNC records, by id */
     uint32_t sync_next;       /* the last id given out */
     struct hb_list sync_rx;   /* DATA_SYNC records taken, not yet matched */
+    int rndv;                 /* HOTBUF_P2P_RNDV: large sends may go by ring */
+    uint64_t rndv_min;        /* ... from this size (HOTBUF_P2P_RNDV_MIN) */
+    struct hb_list rndv_reads; /* struct p2p_rndv under way */
 };
 
 extern struct p2p_state p2p;
@@ -254,6 +272,11 @@ void hb_p2p_req_insert(struct p2p_req *r);
 void hb_p2p_req_release(struct p2p_req *r); /* out of the table, freed */
 void hb_p2p_req_post(struct p2p_comm *c, struct p2p_req *r);
 void hb_p2p_req_deliver(struct p2p_req *r, struct p2p_msg *m);
+/* A ring message's payload is in r's buffer (in_place: put there by a
+ * rendezvous read) or in m->data (unpacked here): status, truncation,
+ * SYNC_ACK, r done; m is freed. */
+void hb_p2p_req_deliver_ring(struct p2p_req *r, struct p2p_msg *m,
+                             int in_place);
 /* Drives r one step (nonblocking); 1 when it is RQ_DONE. */
 int hb_p2p_req_poll(struct p2p_req *r);
 /* Blocks (with hotbuf's progress) until r is RQ_DONE. */
@@ -296,6 +319,11 @@ void hb_p2p_chan_ack_area(int b, uint64_t *addr, uint32_t *rkey);
  * a DATA_SYNC record, kept there until its SYNC_ACK (else NULL). */
 int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
                      int tag, int hot, struct p2p_sync *sync);
+/* Sender: 1 when bytes fit a slot of the channel to world rank b (else
+ * only a rendezvous can carry them); 1 too when no channel is up. */
+int hb_p2p_chan_fits(int b, uint64_t bytes);
+/* Receiver: the peer failed under a read; SYNC_ACKs by MPI from now. */
+void hb_p2p_chan_rx_failed(int a, const char *why);
 /* Sender: a record again by MPI, as a RESEND on its communicator. */
 void hb_p2p_chan_resend(struct p2p_txpair *tp, const struct hb_ring_hdr *h,
                         const void *buf);
@@ -345,11 +373,33 @@ void hb_p2p_sync_acked(uint32_t id);
 int hb_p2p_sync_done(struct p2p_sync *s); /* 1: acknowledged */
 void hb_p2p_sync_wait(struct p2p_sync *s);
 void hb_p2p_sync_resend(int world); /* the failed peer's kept records */
+/* At wrapper entries: the peers of kept records looked at (a failed one's
+ * records resent), whether or not their sends are being waited for. */
+void hb_p2p_sync_check(void);
 void hb_p2p_sync_pair_gone(const struct p2p_txpair *tp); /* before its free */
 void hb_p2p_sync_rx_new(struct p2p_msg *m, int world, uint32_t id);
 void hb_p2p_sync_matched(struct p2p_msg *m);
-void hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id);
-void hb_p2p_msg_free(struct p2p_msg *m); /* dropped unmatched */
+/* A duplicate record (world, rseq): its message if taken and not yet
+ * acknowledged (its SYNC_ACK goes at the match), else NULL and a new
+ * SYNC_ACK has gone by MPI. */
+struct p2p_msg *hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id);
+void hb_p2p_msg_free(struct p2p_msg *m); /* dropped, or done with */
+
+/* p2p_rndv.c: the receiver's side of a rendezvous */
+void hb_p2p_rndv_start(void);
+void hb_p2p_rndv_stop(void);
+/* m (a DATA_RNDV record) matched r: the read into r's buffer begins; r
+ * completes (and the sender gets its SYNC_ACK) when it is done. */
+void hb_p2p_rndv_deliver(struct p2p_req *r, struct p2p_msg *m);
+/* Reads under way: completed, retried, failed (then wait for the RESEND). */
+void hb_p2p_rndv_progress(void);
+/* A matched probe hands m out: its payload read into memory of its own
+ * first (blocks; 0, or an MPI error class when it cannot be had). */
+int hb_p2p_rndv_fetch(struct p2p_comm *c, struct p2p_msg *m);
+/* The RESEND of m's record came, with the payload (bytes). */
+void hb_p2p_rndv_resent(struct p2p_msg *m, const void *data);
+/* Largest message a rendezvous may carry (one RDMA read). */
+#define HB_RNDV_MAX (1u << 30)
 /* The pair (c, dest) of a send, made on first use; NULL: none. */
 struct p2p_txpair *hb_p2p_txpair(struct p2p_comm *c, int dest);
 /* REQ, never blocks; the hot buffer's uses so far (0: a persistent send)

@@ -38,7 +38,11 @@ static void hand_out(struct p2p_comm *c, struct p2p_msg *m, MPI_Message *msg,
     hb_pm_take(&c->m, &m->n);
     p2p.n_unexp--;
     if (m->kind == MSG_RING) {
-        /* a matched probe is the match: a DATA_SYNC record's SYNC_ACK */
+        /* a rendezvous record's message is read first (it stays on the
+         * list a RESEND is looked up in until then); a matched probe is
+         * the match: a DATA_SYNC record's SYNC_ACK */
+        if (hb_p2p_rndv_fetch(c, m) != MPI_SUCCESS)
+            abort(); /* out of memory with the message out of the store */
         hb_p2p_sync_matched(m);
         hb_p2p_ring_message(m, c->comm, msg); /* takes m */
         return;
@@ -137,7 +141,7 @@ static void reap_sends(void)
             int done = 0;
             PMPI_Test(&outs[i].send, &done, MPI_STATUS_IGNORE);
             if (done) {
-                free(outs[i].m);
+                hb_p2p_msg_free(outs[i].m);
                 outs[i].m = NULL;
             }
         }

@@ -1,8 +1,11 @@
 /* Receive calls: on a pulled communicator hotbuf posts the receive in
  * its matcher; elsewhere PMPI, with the receive remembered where the
  * communicator may enter pull later (after:N) so it can be migrated. */
+#include <limits.h>
 #include <stdlib.h>
 
+#include "core/track_mpi.h"
+#include "rdma/rdma.h"
 #include "p2p_int.h"
 
 #if MPI_VERSION >= 4
@@ -113,6 +116,22 @@ int hb_p2p_irecv(void *buf, MPI_Count count, MPI_Datatype type, int source,
     return recv_nonblocking(buf, count, type, source, tag, comm, req);
 }
 
+/* A persistent receive's buffer registered at init when a rendezvous
+ * may read into it (issue 14 item 2: the request promises reuse), held
+ * until Request_free: every read into it is a cache hit, the first too. */
+static void recv_pin(struct p2p_req *r)
+{
+    struct hb_rdma *rdma = p2p.ctx->rdma;
+    uint64_t bytes = r->count <= INT_MAX
+                         ? hb_dt_contiguous_bytes((int)r->count, r->type)
+                         : 0;
+    if (!p2p.ring || !p2p.rndv || bytes <= p2p.ctx->cfg->eager_limit ||
+        bytes < p2p.rndv_min || !rdma->cache ||
+        hb_rdma_register(rdma, r->buf, bytes, &r->pin))
+        return;
+    p2p.stats.precv_pinned++;
+}
+
 /* Persistent receives keep MPI's handle; each Start decides where the
  * receive goes. */
 int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
@@ -132,6 +151,7 @@ int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
     r->c = c;
     r->persistent = 1;
     r->state = RQ_INACTIVE;
+    recv_pin(r);
     hb_p2p_req_insert(r);
     return rc;
 }

@@ -11,6 +11,8 @@
 #include <string.h>
 
 #include "core/progress.h"
+#include "rdma/rdma.h"
+#include "regcache/regcache.h"
 #include "p2p_int.h"
 
 #define POOL_CHUNK 32
@@ -136,6 +138,8 @@ void hb_p2p_req_release(struct p2p_req *r)
         p2p.pool[p2p.npool++] = r->handle; /* room: it came from there */
     if (r->type_dup)
         PMPI_Type_free(&r->type);
+    if (r->pin)
+        hb_regcache_put(p2p.ctx->rdma->cache, r->pin);
     hb_p2p_sync_free(r->sync);
     free(r->tmp);
     free(r);
@@ -190,7 +194,7 @@ static void unpack_partial(struct p2p_req *r, const char *in, MPI_Count k,
     free(tmp);
 }
 
-static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
+void hb_p2p_req_deliver_ring(struct p2p_req *r, struct p2p_msg *m, int in_place)
 {
     MPI_Count size = 0, cap, n = m->bytes;
     int pos = 0, rc = MPI_SUCCESS;
@@ -202,15 +206,15 @@ static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
         rc = MPI_ERR_TRUNCATE;
         r->raise = 1;
     }
-    if (n >= size && size)
+    if (!in_place && n >= size && size)
         PMPI_Unpack(m->data, (int)n, &pos, r->buf, (int)(n / size), r->type,
                     r->c->comm);
-    if (size && n % size)
+    if (!in_place && size && n % size)
         unpack_partial(r, (const char *)m->data + pos, n / size,
                        (int)(n % size));
     PMPI_Status_set_elements_x(&r->st, MPI_BYTE, n);
     hb_p2p_sync_matched(m);
-    free(m);
+    hb_p2p_msg_free(m);
     finish(r, rc);
 }
 
@@ -219,8 +223,12 @@ static void deliver_ring(struct p2p_req *r, struct p2p_msg *m)
  * communicator's error handler, as for its own receives. */
 void hb_p2p_req_deliver(struct p2p_req *r, struct p2p_msg *m)
 {
+    if (m->kind == MSG_RING && m->rndv) { /* read first (p2p_rndv.c) */
+        hb_p2p_rndv_deliver(r, m);
+        return;
+    }
     if (m->kind == MSG_RING) {
-        deliver_ring(r, m);
+        hb_p2p_req_deliver_ring(r, m, 0);
         return;
     }
     r->state = RQ_MATCHED;
@@ -254,7 +262,9 @@ int hb_p2p_req_poll(struct p2p_req *r)
     int flag = 0;
     if (r->sreq != MPI_REQUEST_NULL)
         PMPI_Test(&r->sreq, &flag, MPI_STATUS_IGNORE);
-    if (r->state == RQ_MATCHED) {
+    if (r->rv) /* a rendezvous read: done by its own progress */
+        hb_p2p_rndv_progress();
+    else if (r->state == RQ_MATCHED) {
         int rc = r->inner == MPI_REQUEST_NULL
                      ? r->err
                      : PMPI_Test(&r->inner, &flag, &r->st);
@@ -308,9 +318,10 @@ static int truncates(const struct p2p_req *r)
  * (MPICH leaves the buffer of a truncated receive as it was). */
 void hb_p2p_req_block(struct p2p_req *r)
 {
-    while (r->state == RQ_POSTED) {
+    while (r->state == RQ_POSTED || r->rv) {
         hb_progress_yield(NULL);
-        if (r->state == RQ_POSTED && r->c)
+        hb_p2p_rndv_progress();
+        if ((r->state == RQ_POSTED || r->rv) && r->c)
             hb_p2p_claim(r->c); /* also when progress is busy above us */
     }
     if (r->state == RQ_MATCHED)

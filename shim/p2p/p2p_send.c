@@ -107,9 +107,26 @@ static int sync_mode(int mode)
     return mode == HB_P2P_SSEND || mode == HB_P2P_ISSEND;
 }
 
+/* Rendezvous may carry it: its completion waits for the receiver's read,
+ * which a buffered send must not (MPI_Bsend is local). */
+static int rndv_mode(int mode)
+{
+    return mode != HB_P2P_BSEND && mode != HB_P2P_IBSEND;
+}
+
+/* Large enough for a rendezvous (above the slots, at least
+ * HOTBUF_P2P_RNDV_MIN): such a send asks for a pair whatever its reuse,
+ * its copies being what a rendezvous saves. */
+static int rndv_size(uint64_t bytes)
+{
+    return p2p.rndv && bytes > p2p.ctx->cfg->eager_limit &&
+           bytes >= p2p.rndv_min && bytes <= HB_RNDV_MAX;
+}
+
 /* What the tracker said of the call being sent. */
 struct sent_call {
     int hot;
+    int big;        /* rendezvous size: worth a pair too */
     uint32_t uses;  /* of its buffer so far (0: a persistent send's promise) */
     uint32_t bytes; /* its extent */
     uint16_t site;  /* the call site to credit */
@@ -121,7 +138,7 @@ static void maybe_ask(struct p2p_txpair *tp, const struct sent_call *k)
 {
     if (tp->state == TX_IDLE ||
         (tp->state == TX_REFUSED && tp->sends >= tp->retry_at))
-        if (k->hot || p2p.ask_always)
+        if (k->hot || k->big || p2p.ask_always)
             hb_p2p_ask(tp, k->uses, k->bytes);
 }
 
@@ -185,9 +202,28 @@ static struct sent_call last_call(void)
     struct hb_entry *e = hb_track_last;
     hb_track_last = NULL;
     return (struct sent_call){.hot = hb_tracker_call_hot(e),
+                              .big = e && rndv_size(e->size),
                               .uses = e ? e->uses : 1,
                               .bytes = e ? e->size : 0,
                               .site = hb_tracker_call_site(e)};
+}
+
+/* The keeper of a send's record when it needs one: a synchronous send,
+ * or one too large for a slot (a rendezvous, when this mode and size may
+ * have one).  0: none needed or *s made; -1: the send goes by MPI. */
+static int keeper(struct p2p_txpair *tp, int mode, const void *buf,
+                  uint64_t bytes, struct p2p_sync **s)
+{
+    int big = !hb_p2p_chan_fits(tp->world, bytes);
+    *s = NULL;
+    if (big && !(rndv_mode(mode) && rndv_size(bytes)))
+        return -1;
+    if (!big && !sync_mode(mode))
+        return 0;
+    if (!(*s = hb_p2p_sync_new(tp, buf)))
+        return -1;
+    (*s)->rndv = big;
+    return 0;
 }
 
 int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
@@ -201,7 +237,7 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     struct p2p_req *r = req && bytes ? send_req_new(comm) : NULL;
     struct p2p_sync *s = NULL;
     int ring_ok = bytes && (!req || r);
-    if (ring_ok && sync_mode(mode) && !(s = hb_p2p_sync_new(tp, buf)))
+    if (ring_ok && keeper(tp, mode, buf, bytes, &s))
         ring_ok = 0;
     if (send_on_pair(tp, ring_ok, buf, bytes, tag, &k, s)) {
         if (r) { /* done at the SYNC_ACK when synchronous */
@@ -278,9 +314,10 @@ struct p2p_psend {
     MPI_Comm comm;
     int dest, tag;
     const void *buf;
-    uint64_t bytes; /* contiguous, else 0: MPI at every Start */
-    uint16_t site;  /* credited with the Starts that go by ring */
-    int sync;       /* Ssend_init: each Start completes at its SYNC_ACK */
+    uint64_t bytes;        /* contiguous, else 0: MPI at every Start */
+    uint16_t site;         /* credited with the Starts that go by ring */
+    int mode;              /* HB_P2P_*: a synchronous one completes at its
+                       SYNC_ACK, a large one may be a rendezvous */
     struct hb_region *reg; /* registered at init, or NULL */
     UT_hash_handle hh;
 };
@@ -288,12 +325,14 @@ struct p2p_psend {
 /* The buffer of a persistent send that can go by ring, registered now;
  * NULL (each Start registers then, as any hot send): too large for a
  * slot, no registration cache, or the registration failed. */
-static struct hb_region *psend_pin(const void *buf, uint64_t bytes)
+static struct hb_region *psend_pin(const void *buf, uint64_t bytes, int mode)
 {
     struct hb_rdma *rdma = p2p.ctx->rdma;
     struct hb_region *reg = NULL;
-    if (!bytes || bytes > p2p.ctx->cfg->eager_limit || !rdma->cache ||
-        hb_rdma_register(rdma, buf, bytes, &reg))
+    if (!bytes ||
+        (bytes > p2p.ctx->cfg->eager_limit &&
+         !(rndv_mode(mode) && rndv_size(bytes))) ||
+        !rdma->cache || hb_rdma_register(rdma, buf, bytes, &reg))
         return NULL;
     p2p.stats.psend_pinned++;
     return reg;
@@ -328,9 +367,9 @@ void hb_p2p_send_init(int mode, MPI_Request req, const void *buf, int count,
     s->tag = tag;
     s->buf = buf;
     s->bytes = hb_dt_contiguous_bytes(count, type);
-    s->sync = sync_mode(mode);
+    s->mode = mode;
     s->site = hb_track_site(HB_OP_SEND, ret); /* the init call's */
-    s->reg = psend_pin(buf, s->bytes);
+    s->reg = psend_pin(buf, s->bytes, mode);
     HASH_REPLACE(hh, p2p.psends, key, sizeof(s->key), s, old);
     psend_free(old); /* a handle MPI reused after a free we did not see */
 }
@@ -361,12 +400,13 @@ int hb_p2p_psend_start(MPI_Request req)
         r->handle = req;
         r->comm = s->comm;
         r->psend = 1;
-        if (s->sync && !(r->sync = hb_p2p_sync_new(tp, s->buf))) {
+        if (keeper(tp, s->mode, s->buf, s->bytes, &r->sync)) {
             hb_p2p_req_release(r);
             r = NULL;
         }
     }
     struct sent_call k = {.hot = 1,
+                          .big = rndv_size(s->bytes),
                           .bytes = s->bytes > UINT32_MAX ? UINT32_MAX
                                                          : (uint32_t)s->bytes,
                           .site = s->site};

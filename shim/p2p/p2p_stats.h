@@ -59,7 +59,17 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_credits, "credits")        /* credit immediates sent */             \
     _(ring_sync, "ring_sync")         /* synchronous sends by ring (sender) */ \
     _(psend_pinned, "persistent_registered") /* Send_init buffers, at init */  \
-    _(sync_acks, "sync_acks")                /* their SYNC_ACKs received */    \
+    _(precv_pinned, "persistent_recv_registered") /* Recv_init buffers */      \
+    _(rndv_msgs, "rndv_msgs")   /* rendezvous records written (sender) */      \
+    _(rndv_bytes, "rndv_bytes") /* ... their messages' bytes */                \
+    _(rndv_noreg, "rndv_noreg") /* ... not: the buffer not registrable */      \
+    _(rndv_reads, "rndv_reads") /* messages read (receiver) */                 \
+    _(rndv_read_bytes, "rndv_read_bytes")                                      \
+    _(rndv_bounced, "rndv_bounced") /* ... through a bounce buffer */          \
+    _(rndv_fetched, "rndv_fetched") /* ... for a matched probe's hand-out */   \
+    _(rndv_read_failed, "rndv_read_failed") /* reads that failed */            \
+    _(rndv_resent_in, "rndv_resent_in")     /* their payload by RESEND */      \
+    _(sync_acks, "sync_acks")               /* their SYNC_ACKs received */     \
     _(sync_acks_mpi, "sync_acks_mpi") /* SYNC_ACKs sent by MPI (receiver) */   \
     _(chans, "channels")              /* channels made (either direction) */   \
     _(chan_bytes, "channel_bytes")    /* their registered memory, charged */   \

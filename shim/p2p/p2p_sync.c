@@ -44,6 +44,8 @@
 #include <stdlib.h>
 
 #include "core/progress.h"
+#include "rdma/rdma.h"
+#include "regcache/regcache.h"
 #include "p2p_int.h"
 
 /* ---- the sender's side ------------------------------------------------ */
@@ -81,6 +83,8 @@ struct p2p_sync *hb_p2p_sync_new(struct p2p_txpair *tp, const void *buf)
 void hb_p2p_sync_free(struct p2p_sync *s)
 {
     if (s) {
+        if (s->reg) /* a rendezvous record's buffer: read, or resent */
+            hb_regcache_put(p2p.ctx->rdma->cache, s->reg);
         HASH_DEL(p2p.syncs, s);
         free(s);
     }
@@ -116,6 +120,27 @@ void hb_p2p_sync_resend(int world)
         if ((s = find(ids[i])) && s->sent && !s->acked && s->tp)
             hb_p2p_chan_resend(s->tp, &s->hdr, s->buf);
     free(ids);
+}
+
+/* A receiver whose rendezvous read failed waits for the record's RESEND,
+ * and this rank may be waiting for something of the receiver's, not
+ * testing the send (an Isend's request left for later): the failure is
+ * looked for here too, not only by a waiting sender.  By world, gathered
+ * first: a resend may free kept records. */
+void hb_p2p_sync_check(void)
+{
+    struct p2p_sync *s, *tmp;
+    unsigned n = HASH_COUNT(p2p.syncs), k = 0;
+    int *worlds;
+    if (!n || p2p.busy || !(worlds = malloc(n * sizeof(*worlds))))
+        return;
+    HASH_ITER(hh, p2p.syncs, s, tmp)
+    if (!s->acked && s->sent)
+        worlds[k++] = s->world;
+    for (unsigned i = 0; i < k; i++)
+        if (i == 0 || worlds[i] != worlds[i - 1])
+            hb_p2p_chan_tx_failed(worlds[i]);
+    free(worlds);
 }
 
 /* The pair's communicator is dropped: its records cannot be resent. */
@@ -184,23 +209,28 @@ void hb_p2p_sync_matched(struct p2p_msg *m)
     ack(m->sync_world, m->sync_id);
 }
 
-/* A duplicate DATA_SYNC record (a RESEND of one already taken): its
- * SYNC_ACK may have been lost with the QP.  Matched already: a new one,
- * by MPI.  Not yet: it goes at the match. */
-void hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id)
+/* A duplicate DATA_SYNC or DATA_RNDV record (a RESEND of one already
+ * taken, or the placed one after its RESEND): its SYNC_ACK may have been
+ * lost with the QP.  Matched and acknowledged already: a new one, by MPI.
+ * Not yet (unmatched, or a rendezvous read not done): it goes then, and
+ * the message is returned (a rendezvous one takes the RESEND's payload). */
+struct p2p_msg *hb_p2p_sync_rx_dup(int world, uint32_t rseq, uint32_t id)
 {
     for (struct hb_list *l = p2p.sync_rx.next; l != &p2p.sync_rx; l = l->next) {
         struct p2p_msg *m = hb_container_of(l, struct p2p_msg, sync_link);
         if (m->sync_world == world && m->g.rseq == rseq)
-            return;
+            return m;
     }
     hb_p2p_ctrl_sync_ack(world, id);
+    return NULL;
 }
 
-/* A message dropped unmatched (its communicator freed): forgotten. */
+/* A message dropped unmatched (its communicator freed), or one whose
+ * payload has been taken. */
 void hb_p2p_msg_free(struct p2p_msg *m)
 {
     if (m->sync)
         hb_list_del(&m->sync_link);
+    free(m->heap);
     free(m);
 }

@@ -13,7 +13,7 @@
 #include "p2p_slots.h"
 
 /* ---- ring records: RDMA WRITE WITH IMMEDIATE into a slot -------------- */
-enum { HB_RING_DATA = 1, HB_RING_DATA_SYNC = 2 };
+enum { HB_RING_DATA = 1, HB_RING_DATA_SYNC = 2, HB_RING_DATA_RNDV = 3 };
 
 struct hb_ring_hdr { /* HB_SLOT_HDR bytes, the payload follows */
     uint32_t cid;    /* the receiver's index of the communicator (GRANT) */
@@ -28,6 +28,16 @@ struct hb_ring_hdr { /* HB_SLOT_HDR bytes, the payload follows */
     uint32_t sreq;       /* echoed in SYNC_ACK */
 };
 _Static_assert(sizeof(struct hb_ring_hdr) == HB_SLOT_HDR, "ring header");
+
+/* A DATA_RNDV record's payload (p2p_rndv.c): where the receiver reads the
+ * message from (nbytes of the header).  The region stays registered and
+ * the buffer untouched until the record's SYNC_ACK, sent after the read.
+ * A RESEND of such a record carries the message itself instead. */
+struct hb_rndv_desc {
+    uint64_t addr;
+    uint32_t rkey;
+    uint32_t pad;
+};
 
 /* The immediate's 28 bits of class HB_IMM_CLASS_P2P (rdma.h):
  *   [27:25] kind   [24:22] bucket   [21:0] slot (DATA) or sync id (SYNC:

@@ -159,9 +159,23 @@ typedef struct {
     op_t op[MAXOPS];
 } sched_t;
 
+/* P2P_RANDOM_LARGE=1 (the same in every run compared): issue 14's sizes,
+ * a third of the messages from the eager range to 4 MiB (rendezvous on
+ * hotbuf's ring).  The sends and receives of the first LARGE_REUSE
+ * indices of a phase use buffers kept from phase to phase (registrations
+ * found in the caches on both sides), the others fresh ones (malloc'd
+ * and freed: a new address, or the same one with new pages, each time). */
+static int large_mix;
+#define LARGE_MAX (1 << 20) /* ints: 4 MiB */
+#define LARGE_MIN 2048      /* ints: above every eager limit here */
+#define LARGE_REUSE 8
+
 static int pick_count(rng_t *r)
 {
     int c = rnd(r, 100);
+    if (large_mix && c >= 67)
+        return c < 95 ? LARGE_MIN + rnd(r, 62000)
+                      : 65536 + rnd(r, LARGE_MAX - 65536 + 1);
     if (c < 70)
         return rnd(r, 33);
     if (c < 90)
@@ -183,10 +197,32 @@ static int *hot_buf;
 #define HOT_MAX 2000 /* ints */
 static int *hot_nb[MAXOPS];
 static void *buf_alloc(size_t bytes);
+static void buf_free(void *p);
+
+/* A large buffer kept at index i of kept[] (LARGE_REUSE of them), grown
+ * to bytes when needed; NULL: not one of those. */
+static void *large_kept(void **kept, size_t *have, int i, size_t bytes)
+{
+    if (!large_mix || i >= LARGE_REUSE || bytes < 4 * LARGE_MIN)
+        return NULL;
+    if (have[i] < bytes) {
+        buf_free(kept[i]);
+        kept[i] = buf_alloc(bytes);
+        have[i] = bytes;
+    }
+    return kept[i];
+}
+
+static void *large_sb[LARGE_REUSE], *large_rb[LARGE_REUSE];
+static size_t large_sb_bytes[LARGE_REUSE], large_rb_bytes[LARGE_REUSE];
 
 /* The buffer of send i of the phase; NULL: a fresh one, freed after. */
 static int *hot_send_buf(const msg_t *m, int i)
 {
+    void *big = large_kept(large_sb, large_sb_bytes, i,
+                           (size_t)m->count * sizeof(int));
+    if (big)
+        return big;
     if (!hot_mix || m->count > HOT_MAX)
         return NULL;
     if (m->mode == S_SEND || m->mode == S_SSEND || m->mode == S_RSEND ||
@@ -458,6 +494,7 @@ static int word(unsigned long seed, int phase, int id, int i)
 typedef struct {
     int *buf;     /* the receive buffer */
     size_t bytes; /* its size */
+    int kept;     /* one of large_rb: not freed after the phase */
     MPI_Request req;
     MPI_Message msg;
     int done;
@@ -1214,8 +1251,11 @@ static void run_phase(result_t *res, int wrank, int wsize)
     for (int k = 0; k < s.nop; k++) {
         const op_t *o = &s.op[k];
         size_t bytes = (size_t)(o->cap > 0 ? o->cap : 1) * (o->t3 ? 12 : 4);
-        live[k] = (live_t){
-            .buf = buf_alloc(bytes), .bytes = bytes, .req = MPI_REQUEST_NULL};
+        void *kept = large_kept(large_rb, large_rb_bytes, k, bytes);
+        live[k] = (live_t){.buf = kept ? kept : buf_alloc(bytes),
+                           .bytes = bytes,
+                           .kept = kept != NULL,
+                           .req = MPI_REQUEST_NULL};
         memset(live[k].buf, 0xee, bytes);
     }
     /* 1: receives posted before the sends */
@@ -1281,7 +1321,8 @@ static void run_phase(result_t *res, int wrank, int wsize)
                     "p2p_random: seed %lu phase %d op %d never completed\n",
                     res->seed, res->phase, k);
         }
-        buf_free(live[k].buf);
+        if (!live[k].kept)
+            buf_free(live[k].buf);
     }
     for (int i = 0; i < s.nmsg; i++)
         buf_free(sbuf[i]);
@@ -1322,6 +1363,8 @@ int main(int argc, char **argv)
     trace = argc > 3 && strcmp(argv[3], "trace") == 0;
     const char *hot = getenv("P2P_RANDOM_HOT");
     hot_mix = hot && !strcmp(hot, "1");
+    const char *large = getenv("P2P_RANDOM_LARGE");
+    large_mix = large && !strcmp(large, "1");
     const char *am = getenv("P2P_RANDOM_ALLOC_MEM");
     use_alloc_mem = am && !strcmp(am, "1");
     if (use_alloc_mem) {

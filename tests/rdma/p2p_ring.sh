@@ -58,6 +58,7 @@ cd "$(dirname "$0")/../.."
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export UCX_TLS=self,sm # MPICH ch4:ucx on shared memory; hotbuf on rxe0
 SEEDS=${P2P_RING_SEEDS:-200}
+LARGE_SEEDS=${P2P_RING_LARGE_SEEDS:-40}
 work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 pass() { echo "PASS $1"; }
@@ -71,22 +72,25 @@ random() {
     local mpi=$1 n=$2 variant=$3 check=$4; shift 4
     local prog=build/$mpi/tests/p2p_random name=p2p_ring/random/$mpi/np$n/$variant
     only "$name" || return 0
-    local plain=$work/plain-$mpi-$n.out r=$work/$mpi-$n-$variant
-    local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT)
-    [ -f "$plain" ] || P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$plain" 2>"$plain.err"
+    # the large variants: issue 14's sizes (P2P_RANDOM_LARGE=1), fewer seeds
+    local large=0 seeds=$SEEDS
+    [[ $variant == large* ]] && large=1 seeds=$LARGE_SEEDS
+    local plain=$work/plain-$mpi-$n-$large.out r=$work/$mpi-$n-$variant
+    local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT -x P2P_RANDOM_LARGE)
+    [ -f "$plain" ] || P2P_RANDOM_LARGE=$large P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $seeds >"$plain" 2>"$plain.err"
     local hb=()
     if [ "$variant" = asan ]; then # the library built with ASAN=1
         hb=(--lib=build/$mpi-asan/libhotbuf.so)
         [ $mpi = openmpi ] && opt+=(-x ASAN_OPTIONS)
         set -- "$@" ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=64:halt_on_error=1
     fi
-    [ "$variant" = allocmem ] && [ $mpi = openmpi ] && opt+=(-x P2P_RANDOM_ALLOC_MEM)
-    env "$@" P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
+    [[ $variant == *allocmem ]] && [ $mpi = openmpi ] && opt+=(-x P2P_RANDOM_ALLOC_MEM)
+    env "$@" P2P_RANDOM_LARGE=$large P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run "${hb[@]}" -- \
-        mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $SEEDS >"$r.out" 2>"$r.err"
+        mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $seeds >"$r.out" 2>"$r.err"
     local rc=$? ring
     ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
-    if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$SEEDS" ] ||
+    if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$seeds" ] ||
        ! cmp -s "$plain" "$r.out"; then
         diff "$plain" "$r.out" | head -5 >>"$r.err"
         # the program's own words (a HANG: seed, phase, rank, step) last,
@@ -102,7 +106,7 @@ random() {
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACKs by MPI" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(live)d pairs live, %(markers_out)d markers, %(resends)d resent, %(revokes)d revokes, %(channels_freed)d channels freed, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACKs by MPI, %(rndv_msgs)d rendezvous, %(rndv_read_failed)d reads failed" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -231,3 +235,14 @@ random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
 random mpich 2 revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2
 random mpich 2 idle "$revoke" HOTBUF_P2P_IDLE=16
+# issue 14: sizes from the eager range to 4 MiB, rendezvous on the ring;
+# largefault: the 3rd rendezvous read fails with its QP (the message comes
+# again by MPI, read or not)
+large="$ring[\"rndv_msgs\"] > 0 and $ring[\"rndv_reads\"] > 0 and $ring[\"persistent_recv_registered\"] > 0 and r[\"rdma\"][\"cache_hits\"] > 0"
+largefault="$ring[\"rndv_read_failed\"] > 0 and $ring[\"rndv_resent_in\"] > 0 and $ring[\"dead\"] > 0"
+for mpi in openmpi mpich; do
+    random $mpi 2 large "$large"
+    random $mpi 2 largefault "$largefault" HOTBUF_TEST_P2P_READ_FAULT=3
+done
+random openmpi 4 large "$large"
+random openmpi 2 largeallocmem "$large and $allocmem" P2P_RANDOM_ALLOC_MEM=1

@@ -125,6 +125,8 @@ static const struct {
     {"HOTBUF_P2P_PULL_NS", "1000"},
     {"HOTBUF_P2P_IDLE", "65536"},
     {"HOTBUF_ALLOC_MEM", "4194304"},
+    {"HOTBUF_P2P_RNDV", "1"},
+    {"HOTBUF_P2P_RNDV_MIN", "0"},
 };
 #define NDEFAULTS (sizeof(expected_defaults) / sizeof(expected_defaults[0]))
 
@@ -496,6 +498,8 @@ static const struct {
     {"HOTBUF_P2P_PULL_NS", "250"},
     {"HOTBUF_P2P_IDLE", "100"},
     {"HOTBUF_ALLOC_MEM", "0"},
+    {"HOTBUF_P2P_RNDV", "0"},
+    {"HOTBUF_P2P_RNDV_MIN", "65536"},
 };
 #define NNONDEF (sizeof(non_defaults) / sizeof(non_defaults[0]))
 

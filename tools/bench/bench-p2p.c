@@ -1,5 +1,5 @@
 /* Point-to-point latency, plain MPI against hotbuf's ring, in one run
- * (issue 13's benchmark; 2 ranks).
+ * (issue 13's benchmark, and issue 14's from 16 KiB to 4 MiB; 2 ranks).
  *
  * Per pattern and size (128 B .. 8 KiB, powers of two), rounds rotate
  * between three variants in the same processes:
@@ -26,7 +26,10 @@
  * run-bench-p2p.sh can hold them against the report's ring counters.
  *
  *   bench-p2p [iters (20)] [rounds (9)] [warm-up (40)] [window W (16)]
- *             [min bytes (128)] [max bytes (8192)]
+ *             [min bytes (128)] [max bytes (8192)] [reused|fresh]
+ * fresh: every message in a buffer of its own, mmap'd for it and unmapped
+ * after (new pages: each one's registration is new, for MPI's as for
+ * hotbuf's cache), both ends; reused (the default): one buffer per size.
  * iters: round trips (pingpong) or messages (stream, rounded up to whole
  * windows) per round and variant; warm-up: untimed messages per size and
  * variant first (must exceed HOTBUF_THRESHOLD and the grant's handshake).
@@ -37,19 +40,29 @@
  * stream, then five times measured() with N1 and with N2 messages sent
  * back to back by MPI_Send, each call one profile dump;
  * (Ir(N2) - Ir(N1)) / (N2 - N1) is the sender's instructions per message,
- * what is paid once per call cancelled out. */
+ * what is paid once per call cancelled out.
+ *
+ *   bench-p2p first TRIALS SIZE
+ * The first message of a fresh buffer (issue 14): per trial, rank 1
+ * posts a receive into a fresh buffer, and rank 0 sends a fresh buffer
+ * once, timed to the send's completion (blocking; the receiver has read
+ * it when the send returns on hotbuf's rendezvous), for four variants:
+ * plain MPI_Send; hotbuf's MPI_Send; plain Send_init + Start + Wait; and
+ * hotbuf's Send_init (and Recv_init at rank 1) + Start + Wait, the init
+ * timed apart (it registers the buffer: the cost moved out of the first
+ * message).  The pair is made live first with sends of another buffer. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define MAX_ROUNDS 101
 #define MAX_ITERS 10000 /* timed round trips or windows per round */
 /* One buffer per size, each in pages of its own, so that a size's
  * registration is its own and its buffer turns hot from its own reuse. */
-#define MAX_BYTES 65536
-#define STRIDE (2 * MAX_BYTES)
-#define BUF_BYTES (18 * STRIDE) /* 1 B .. 64 KiB: 17 sizes */
+#define MAX_BYTES (4 << 20)
+#define MAX_SIZES 24
 
 enum { PINGPONG, STREAM };
 static const char *const pattern_name[2] = {"pingpong", "stream"};
@@ -66,6 +79,7 @@ struct variant {
 };
 
 static int rank;
+static int fresh; /* a new buffer per message (see the top) */
 static long hot_sends, hot_timed;
 static MPI_Comm plain; /* also where every round starts (a PMPI barrier) */
 
@@ -81,6 +95,47 @@ static double median(double *x, int n)
     return x[n / 2];
 }
 
+/* The kept buffer of size index i (allocated at its first use). */
+static char *size_buf(int i, int bytes)
+{
+    static char *kept[MAX_SIZES];
+    static int have[MAX_SIZES];
+    if (i < 0 || i >= MAX_SIZES)
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    if (have[i] < bytes) {
+        free(kept[i]);
+        if (posix_memalign((void **)&kept[i], 4096, (size_t)bytes))
+            MPI_Abort(MPI_COMM_WORLD, 2);
+        memset(kept[i], 1, (size_t)bytes);
+        have[i] = bytes;
+    }
+    return kept[i];
+}
+
+/* The buffer one message goes in: buf itself, or (fresh) new pages
+ * carrying buf's two stamps (check_round), handed back by msg_done. */
+static char *msg_buf(char *buf, int bytes)
+{
+    if (!fresh)
+        return buf;
+    char *b = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED)
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    b[0] = buf[0];
+    b[bytes - 1] = buf[bytes - 1];
+    return b;
+}
+
+static void msg_done(char *buf, char *b, int bytes)
+{
+    if (b == buf)
+        return;
+    buf[0] = b[0];
+    buf[bytes - 1] = b[bytes - 1];
+    munmap(b, (size_t)bytes);
+}
+
 static void sent(const struct variant *v, long n)
 {
     if (v->sends)
@@ -91,13 +146,15 @@ static void sent(const struct variant *v, long n)
 static void pingpong(const struct variant *v, char *buf, int bytes, int n)
 {
     for (int i = 0; i < n; i++) {
+        char *b = msg_buf(buf, bytes);
         if (rank == 0) {
-            v->send(buf, bytes, MPI_BYTE, 1, 1, v->comm);
-            v->recv(buf, bytes, MPI_BYTE, 1, 1, v->comm, MPI_STATUS_IGNORE);
+            v->send(b, bytes, MPI_BYTE, 1, 1, v->comm);
+            v->recv(b, bytes, MPI_BYTE, 1, 1, v->comm, MPI_STATUS_IGNORE);
         } else {
-            v->recv(buf, bytes, MPI_BYTE, 0, 1, v->comm, MPI_STATUS_IGNORE);
-            v->send(buf, bytes, MPI_BYTE, 0, 1, v->comm);
+            v->recv(b, bytes, MPI_BYTE, 0, 1, v->comm, MPI_STATUS_IGNORE);
+            v->send(b, bytes, MPI_BYTE, 0, 1, v->comm);
         }
+        msg_done(buf, b, bytes);
     }
     sent(v, n);
 }
@@ -108,15 +165,18 @@ static void stream(const struct variant *v, char *buf, int bytes, int windows,
 {
     static int ack;
     for (int k = 0; k < windows; k++) {
-        if (rank == 0) {
-            for (int i = 0; i < w; i++)
-                v->send(buf, bytes, MPI_BYTE, 1, 2, v->comm);
-            v->recv(&ack, 1, MPI_INT, 1, 3, v->comm, MPI_STATUS_IGNORE);
-        } else {
-            for (int i = 0; i < w; i++)
-                v->recv(buf, bytes, MPI_BYTE, 0, 2, v->comm, MPI_STATUS_IGNORE);
-            v->send(&ack, 1, MPI_INT, 0, 3, v->comm);
+        for (int i = 0; i < w; i++) {
+            char *b = msg_buf(buf, bytes);
+            if (rank == 0)
+                v->send(b, bytes, MPI_BYTE, 1, 2, v->comm);
+            else
+                v->recv(b, bytes, MPI_BYTE, 0, 2, v->comm, MPI_STATUS_IGNORE);
+            msg_done(buf, b, bytes);
         }
+        if (rank == 0)
+            v->recv(&ack, 1, MPI_INT, 1, 3, v->comm, MPI_STATUS_IGNORE);
+        else
+            v->send(&ack, 1, MPI_INT, 0, 3, v->comm);
     }
     sent(v, rank == 0 ? (long)windows * w : 0); /* acks are never hot */
 }
@@ -236,16 +296,15 @@ static void ack(const struct variant *v)
  * in that order (the dumps' order; run-bench-p2p.sh takes the median of
  * the pairs' differences). */
 #define COUNT_REPS 5
-static int count_mode(int argc, char **argv, char *buf,
-                      const struct variant *hot)
+static int count_mode(int argc, char **argv, const struct variant *hot)
 {
     int n1 = atoi(argv[2]), n2 = atoi(argv[3]), sizes = 0;
     long timed = 0;
     for (int a = 4; a < argc && a < 20; a++, sizes++) {
         int bytes = atoi(argv[a]);
-        char *b = buf + (size_t)(a - 4) * STRIDE;
         if (bytes < 1 || bytes > MAX_BYTES || n1 < 1 || n2 <= n1)
             MPI_Abort(MPI_COMM_WORLD, 2);
+        char *b = size_buf(a - 4, bytes);
         stream(hot, b, bytes, 4, 25); /* warm: hot, granted, live */
         for (int r = 0; r < COUNT_REPS; r++)
             for (int k = 0; k < 2; k++) {
@@ -261,6 +320,86 @@ static int count_mode(int argc, char **argv, char *buf,
     }
     hot_timed = timed;
     return sizes ? 0 : 2;
+}
+
+/* ---- first mode ------------------------------------------------------ */
+
+/* Fresh pages of bytes, or the job aborts. */
+static char *fresh_pages(int bytes)
+{
+    char *b = mmap(NULL, (size_t)bytes, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (b == MAP_FAILED)
+        MPI_Abort(MPI_COMM_WORLD, 3);
+    memset(b, rank + 2, (size_t)bytes);
+    return b;
+}
+
+/* One first message of a fresh buffer through variant v (persistent: by
+ * Send_init/Recv_init, init timed into *init_us); us to the send's
+ * completion on rank 0.  1 when rank 1 got wrong data. */
+static long first_one(const struct variant *v, int persistent, int bytes,
+                      double *us, double *init_us)
+{
+    char *b = fresh_pages(bytes);
+    MPI_Request rq = MPI_REQUEST_NULL;
+    int hot = v->comm == MPI_COMM_WORLD;
+    double t0 = MPI_Wtime(), t1;
+    long bad = 0;
+    if (rank == 0 && persistent)
+        (hot ? MPI_Send_init : PMPI_Send_init)(b, bytes, MPI_BYTE, 1, 4,
+                                               v->comm, &rq);
+    else if (rank == 1 && persistent)
+        (hot ? MPI_Recv_init : PMPI_Recv_init)(b, bytes, MPI_BYTE, 0, 4,
+                                               v->comm, &rq);
+    else if (rank == 1)
+        (hot ? MPI_Irecv : PMPI_Irecv)(b, bytes, MPI_BYTE, 0, 4, v->comm, &rq);
+    t1 = MPI_Wtime();
+    if (rank == 1 && persistent)
+        (hot ? MPI_Start : PMPI_Start)(&rq);
+    PMPI_Barrier(plain);
+    double t2 = MPI_Wtime();
+    if (rank == 0 && persistent) {
+        (hot ? MPI_Start : PMPI_Start)(&rq);
+        (hot ? MPI_Wait : PMPI_Wait)(&rq, MPI_STATUS_IGNORE);
+    } else if (rank == 0) {
+        v->send(b, bytes, MPI_BYTE, 1, 4, v->comm);
+    } else {
+        (hot ? MPI_Wait : PMPI_Wait)(&rq, MPI_STATUS_IGNORE);
+        bad = b[0] != 2 || b[bytes - 1] != 2;
+    }
+    *us = (MPI_Wtime() - t2) * 1e6;
+    *init_us = (t1 - t0) * 1e6;
+    if (persistent)
+        (hot ? MPI_Request_free : PMPI_Request_free)(&rq);
+    sent(v, rank == 0);
+    munmap(b, (size_t)bytes);
+    return bad;
+}
+
+static int first_mode(int argc, char **argv, const struct variant *v,
+                      long *errors)
+{
+    static double t[4][MAX_ITERS], init[4][MAX_ITERS];
+    static const char *const name[4] = {
+        "plain_send", "hotbuf_send", "plain_persistent", "hotbuf_persistent"};
+    int trials = argc > 2 ? atoi(argv[2]) : 10;
+    int bytes = argc > 3 ? atoi(argv[3]) : 1 << 20;
+    if (trials < 1 || trials > MAX_ITERS || bytes < 1 || bytes > MAX_BYTES)
+        return 2;
+    stream(&v[1], size_buf(0, bytes), bytes, 4, 4); /* the pair live */
+    for (int i = 0; i < trials; i++)
+        for (int k = 0; k < 4; k++) {
+            int x = (i + k) % 4;
+            *errors +=
+                first_one(&v[x & 1], x >= 2, bytes, &t[x][i], &init[x][i]);
+        }
+    for (int x = 0; x < 4 && rank == 0; x++)
+        printf("FIRST variant=%s size=%d first_us=%.1f init_us=%.1f "
+               "trials=%d\n",
+               name[x], bytes, median(t[x], trials), median(init[x], trials),
+               trials);
+    return 0;
 }
 
 static void summary(long errors)
@@ -290,10 +429,16 @@ int main(int argc, char **argv)
         {PMPI_Send, PMPI_Recv, plain, NULL},
         {MPI_Send, MPI_Recv, MPI_COMM_WORLD, &hot_sends},
         {PMPI_Send, PMPI_Recv, plain, NULL}};
-    char *buf = malloc(BUF_BYTES);
-    memset(buf, 1, BUF_BYTES);
+    if (argc > 1 && !strcmp(argv[1], "first")) {
+        long errors = 0;
+        int rc = first_mode(argc, argv, v, &errors);
+        summary(errors);
+        PMPI_Comm_free(&plain);
+        MPI_Finalize();
+        return rc;
+    }
     if (argc > 1 && !strcmp(argv[1], "count")) {
-        int rc = count_mode(argc, argv, buf, &v[1]);
+        int rc = count_mode(argc, argv, &v[1]);
         summary(0);
         PMPI_Comm_free(&plain);
         MPI_Finalize();
@@ -305,6 +450,7 @@ int main(int argc, char **argv)
     int w = argc > 4 ? atoi(argv[4]) : 16;
     int min = argc > 5 ? atoi(argv[5]) : 128;
     int max = argc > 6 ? atoi(argv[6]) : 8192;
+    fresh = argc > 7 && !strcmp(argv[7], "fresh");
     if (rounds < 1 || rounds > MAX_ROUNDS || iters < 1 || iters > MAX_ITERS ||
         w < 1 || min < 1 || max > MAX_BYTES) {
         if (rank == 0)
@@ -317,8 +463,8 @@ int main(int argc, char **argv)
     long errors = 0;
     for (int pattern = PINGPONG; pattern <= STREAM; pattern++)
         for (int bytes = min, off = 0; bytes <= max; bytes *= 2, off++)
-            errors += bench_size(v, pattern, buf + (size_t)off * STRIDE, bytes,
-                                 iters, rounds, warm, w);
+            errors += bench_size(v, pattern, size_buf(off, bytes), bytes, iters,
+                                 rounds, warm, w);
     summary(errors);
     PMPI_Comm_free(&plain);
     MPI_Finalize();
