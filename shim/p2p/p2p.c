@@ -103,6 +103,25 @@ void hb_p2p_update_engaged(void)
     hb_p2p_engaged = p2p.engaged_min || p2p.reqs || !hb_list_empty(&p2p.pulled);
 }
 
+/* The uses at which a buffer of rendezvous size is worth its
+ * registration: the break-even count R / (C - V) itself (or
+ * HOTBUF_THRESHOLD), for sizes above the eager limit, where the tracker
+ * never makes a call hot.  Not the hot threshold's speculative fraction:
+ * a rendezvous registers on both sides, and a fresh buffer's
+ * registration is paid again with its invalidation (munmap: the memory
+ * monitor's round trip, which R leaves out).  In the guest, fresh 16 KiB
+ * buffers registered at every message cost six times plain MPI's
+ * latency (tools/bench/run-bench-rndv.sh, README).  A buffer whose copy
+ * costs more than its registration passes at its first use. */
+static void rndv_thresholds(const struct hb_ctx *ctx)
+{
+    struct hb_threshold_params thp = {
+        .speculative = 1.0,
+        .fixed = (uint32_t)ctx->cfg->threshold,
+    };
+    hb_cost_thresholds(ctx->cost, &thp, p2p.rndv_thr);
+}
+
 /* Part 2: the handshake's communicators on every rank alike (collective),
  * the channels where this rank's RDMA is up. */
 static void start_ring(const struct hb_ctx *ctx)
@@ -118,6 +137,7 @@ static void start_ring(const struct hb_ctx *ctx)
     p2p.ask_always = ask && !strcmp(ask, "1");
     p2p.rndv = ctx->cfg->p2p_rndv;
     p2p.rndv_min = ctx->cfg->p2p_rndv_min;
+    rndv_thresholds(ctx);
     hb_p2p_revoke_start(ctx);
     p2p.ring = p2p.pull_ok && hb_p2p_chan_start(ctx) == 0;
 }

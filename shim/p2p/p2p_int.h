@@ -149,6 +149,7 @@ struct p2p_req {
     struct p2p_sync *sync; /* a synchronous send by ring: done at its ack */
     struct p2p_rndv *rv;   /* matched to a rendezvous record: reading */
     struct hb_region *pin; /* Recv_init: buf registered until freed */
+    int pin_used;          /* a rendezvous read into it (report) */
     UT_hash_handle hh;
 };
 
@@ -210,7 +211,8 @@ struct p2p_state {
     struct hb_list sync_rx;   /* DATA_SYNC records taken, not yet matched */
     int rndv;                 /* HOTBUF_P2P_RNDV: large sends may go by ring */
     uint64_t rndv_min;        /* ... from this size (HOTBUF_P2P_RNDV_MIN) */
-    struct hb_list rndv_reads; /* struct p2p_rndv under way */
+    uint32_t rndv_thr[HB_SIZE_CLASSES]; /* uses that make it worth it */
+    struct hb_list rndv_reads;          /* struct p2p_rndv under way */
 };
 
 extern struct p2p_state p2p;

@@ -113,6 +113,8 @@ static int rv_target(struct p2p_rndv *v, struct p2p_req *r)
         hb_dt_contiguous_bytes((int)r->count, r->type) >= v->len &&
         rdma->cache && hb_rdma_register(rdma, r->buf, v->len, &v->reg) == 0) {
         v->target = r->buf;
+        p2p.stats.pinned_first += r->pin && !r->pin_used;
+        r->pin_used = 1;
         return 0;
     }
     v->reg = NULL;

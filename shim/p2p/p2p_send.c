@@ -123,6 +123,13 @@ static int rndv_size(uint64_t bytes)
            bytes >= p2p.rndv_min && bytes <= HB_RNDV_MAX;
 }
 
+/* A buffer of rendezvous size used this often is worth registering
+ * (p2p.c, rndv_thresholds); uses 0: a persistent send's promise. */
+static int rndv_worth(uint32_t uses, uint64_t bytes)
+{
+    return !uses || uses >= p2p.rndv_thr[hb_size_class(bytes)];
+}
+
 /* What the tracker said of the call being sent. */
 struct sent_call {
     int hot;
@@ -202,7 +209,8 @@ static struct sent_call last_call(void)
     struct hb_entry *e = hb_track_last;
     hb_track_last = NULL;
     return (struct sent_call){.hot = hb_tracker_call_hot(e),
-                              .big = e && rndv_size(e->size),
+                              .big = e && rndv_size(e->size) &&
+                                     rndv_worth(e->uses, e->size),
                               .uses = e ? e->uses : 1,
                               .bytes = e ? e->size : 0,
                               .site = hb_tracker_call_site(e)};
@@ -212,11 +220,12 @@ static struct sent_call last_call(void)
  * or one too large for a slot (a rendezvous, when this mode and size may
  * have one).  0: none needed or *s made; -1: the send goes by MPI. */
 static int keeper(struct p2p_txpair *tp, int mode, const void *buf,
-                  uint64_t bytes, struct p2p_sync **s)
+                  uint64_t bytes, uint32_t uses, struct p2p_sync **s)
 {
     int big = !hb_p2p_chan_fits(tp->world, bytes);
     *s = NULL;
-    if (big && !(rndv_mode(mode) && rndv_size(bytes)))
+    if (big &&
+        !(rndv_mode(mode) && rndv_size(bytes) && rndv_worth(uses, bytes)))
         return -1;
     if (!big && !sync_mode(mode))
         return 0;
@@ -237,7 +246,7 @@ int hb_p2p_send(int mode, const void *buf, int count, MPI_Datatype type,
     struct p2p_req *r = req && bytes ? send_req_new(comm) : NULL;
     struct p2p_sync *s = NULL;
     int ring_ok = bytes && (!req || r);
-    if (ring_ok && keeper(tp, mode, buf, bytes, &s))
+    if (ring_ok && keeper(tp, mode, buf, bytes, k.uses, &s))
         ring_ok = 0;
     if (send_on_pair(tp, ring_ok, buf, bytes, tag, &k, s)) {
         if (r) { /* done at the SYNC_ACK when synchronous */
@@ -319,6 +328,7 @@ struct p2p_psend {
     int mode;              /* HB_P2P_*: a synchronous one completes at its
                        SYNC_ACK, a large one may be a rendezvous */
     struct hb_region *reg; /* registered at init, or NULL */
+    int started;           /* a Start went by ring (report: first hits) */
     UT_hash_handle hh;
 };
 
@@ -400,7 +410,7 @@ int hb_p2p_psend_start(MPI_Request req)
         r->handle = req;
         r->comm = s->comm;
         r->psend = 1;
-        if (keeper(tp, s->mode, s->buf, s->bytes, &r->sync)) {
+        if (keeper(tp, s->mode, s->buf, s->bytes, 0, &r->sync)) {
             hb_p2p_req_release(r);
             r = NULL;
         }
@@ -417,6 +427,8 @@ int hb_p2p_psend_start(MPI_Request req)
         return 0;
     }
     send_req_done(r);
+    p2p.stats.pinned_first += s->reg && !s->started;
+    s->started = 1;
     return 1;
 }
 

@@ -60,6 +60,8 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(ring_sync, "ring_sync")         /* synchronous sends by ring (sender) */ \
     _(psend_pinned, "persistent_registered") /* Send_init buffers, at init */  \
     _(precv_pinned, "persistent_recv_registered") /* Recv_init buffers */      \
+    _(pinned_first, "persistent_first_hits") /* first uses of them that    \
+                                    found the init's registration */   \
     _(rndv_msgs, "rndv_msgs")   /* rendezvous records written (sender) */      \
     _(rndv_bytes, "rndv_bytes") /* ... their messages' bytes */                \
     _(rndv_noreg, "rndv_noreg") /* ... not: the buffer not registrable */      \
