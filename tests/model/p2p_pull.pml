@@ -119,7 +119,8 @@
  *   NA, NC messages, NR receive slots, SLOTS ring credits; tags are fixed
  *   per message (A: 0 1 0 1, C: 1) while receive patterns vary; C sends
  *   Send only; PAT_SMALL / PAT_FIXED narrow the receive patterns, NO_PROBE,
- *   NO_MPROBE, NO_CANCEL, NO_PULL_MODE drop operations from B's program.
+ *   NO_MPROBE, NO_CANCEL, NO_PULL_MODE drop operations from B's program;
+ *   RNDV takes NA <= 3 (one read step per message in HotB).
  * Abstracted away: hot versus cold (zero copy or staging: invisible to
  *   matching), large messages by MPI (they complete at match, like an MPI
  *   Ssend, which the model has; by the ring see RNDV), in RNDV: the
@@ -186,6 +187,9 @@ bit m_rndv[NM + 3]; /* went by the ring as a descriptor (a large send) */
 bit m_pay[NM + 3];  /* B's message holds its payload after all: the record
                      * came whole by RESEND, or a RESEND gave it to the
                      * still unmatched record (an ordinary message now) */
+#if NA > 3
+#error "RNDV: HotB settles the reads of A's messages 0..2 only"
+#endif
 byte m_rd[NM + 3];
 bit m_res[NM + 3];  /* a RESEND's payload is in the read's target */
 bit m_got[NM + 3];  /* the read's receive completed (data delivered) */
@@ -1166,7 +1170,11 @@ end_mprobe:
 end_fetch:
         atomic { m_rd[pm] == RD_NONE || m_got[pm] ->
             assert(rv_msg[r] == pm); /* Mrecv gets Mprobe's */
+#ifdef RNDV_EARLY_ACK
+            hot_ack(pm); /* the hand-out is a matched probe's match */
+#else
             if :: m_rd[pm] == RD_NONE -> hot_ack(pm) :: else -> skip fi;
+#endif
             r = NONE; pm = NONE }
 #else
         atomic { assert(rv_msg[r] == pm); hot_ack(pm); r = NONE; pm = NONE } /* Mrecv gets Mprobe's */
