@@ -14,7 +14,8 @@
  *            progress hook runs there), entering pull by mode, granting.
  *   HotB     hotbuf's engine at B: claiming with Improbe(ANY,ANY), the CQ
  *            drain, the release merge, matching, the unexpected store,
- *            credits, RESEND dedupe (§5.7, §5.11).
+ *            credits, RESEND dedupe (§5.7, §5.11), and (RNDV) the
+ *            rendezvous reads settling.
  *   Net      (FAULT) RC placement in rseq order, A's completions, one QP
  *            error, SYNC_ACK delivery.
  *   Watchdog checks, when nothing else can move, the MPI progress rule and
@@ -92,14 +93,42 @@
  *                  record up to k is taken: a placed record is lost.
  *   REVOKE_NO_MARKER  after a revoke A sends by MPI without the marker
  *                  rule: an MPI message overtakes a ring record (N1).
+ *   RNDV           rendezvous (shim/p2p/p2p_rndv.c): each of A's messages
+ *                  is a Send, an Ssend or a large send; a large one by the
+ *                  ring is a DATA_RNDV record, a descriptor of A's buffer,
+ *                  kept and resent by A like a DATA_SYNC record (m_sync).
+ *                  B merges and matches it like any record; at its match
+ *                  (a receive, or a matched probe's fetch) B posts an RDMA
+ *                  READ (m_rd), which HotB settles later: it completes
+ *                  unless the QP error came first, then it fails and B
+ *                  fails the peer.  The receive completes (m_got, once)
+ *                  when the data is in place, read or from the record's
+ *                  RESEND, and the read has settled; only then the
+ *                  SYNC_ACK, and A's send completes at it (A reuses its
+ *                  buffer: asserted never under a read, never before B
+ *                  has the data).  A RESEND of a record still unmatched
+ *                  gives it its payload (an ordinary message, acked at
+ *                  its match); of one read and acked, a new SYNC_ACK.  The
+ *                  Watchdog: a matched rendezvous receive completes.
+ *   RNDV_EARLY_ACK B sends the SYNC_ACK at the match, before the read
+ *                  completes: A reuses its buffer under the read.
+ *   RNDV_DROP_RESEND  B takes the RESEND of a matched rendezvous record
+ *                  whose read failed (or will) for a plain duplicate and
+ *                  drops its payload: the receive never completes.
  * Bounds and reductions (chosen so run_spin.sh stays within minutes):
  *   NA, NC messages, NR receive slots, SLOTS ring credits; tags are fixed
  *   per message (A: 0 1 0 1, C: 1) while receive patterns vary; C sends
  *   Send only; PAT_SMALL / PAT_FIXED narrow the receive patterns, NO_PROBE,
- *   NO_MPROBE, NO_CANCEL, NO_PULL_MODE drop operations from B's program.
+ *   NO_MPROBE, NO_CANCEL, NO_PULL_MODE drop operations from B's program;
+ *   RNDV takes NA <= 3 (one read step per message in HotB).
  * Abstracted away: hot versus cold (zero copy or staging: invisible to
- *   matching), large messages (they go by MPI and complete at match, like
- *   an MPI Ssend, which the model has), Isend/Issend (a nonblocking send
+ *   matching), large messages by MPI (they complete at match, like an MPI
+ *   Ssend, which the model has; by the ring see RNDV), in RNDV: the
+ *   descriptor, registrations, bounce buffers, truncation, empty reads
+ *   (no read), a read's send queue full (a delay), and read failures
+ *   other than the QP error (a remote access error, a failed
+ *   registration: B fails the peer, which A learns as REJ, the same
+ *   recovery as the QP error A sees here), Isend/Issend (a nonblocking send
  *   only widens interleavings A already has), leaving PULL (REVOKE: see
  *   above), REFUSE and timeouts (a grant that never comes is a run where B
  *   never grants), several communicators (rseq and k are per pair; one
@@ -146,6 +175,26 @@ bit m_sync[NM];  /* Ssend */
 bit m_ring[NM];  /* went by the ring (its SYNC_ACK is hotbuf's) */
 bit m_acked[NM]; /* the Ssend completed */
 byte m_st[NM];
+#ifdef RNDV
+/* Rendezvous (shim/p2p/p2p_rndv.c): a DATA_RNDV record carries only a
+ * descriptor of A's buffer; B reads the payload at the match.  Sized past
+ * NM: HotB's per-message read steps name ids 0..2 whatever NA is. */
+#define RD_NONE 0    /* no read (not matched yet, or not a descriptor) */
+#define RD_READING 1 /* matched, the RDMA READ in flight */
+#define RD_OK 2      /* the read completed: the data is in the receive */
+#define RD_FAILED 3  /* the read failed (QP error): settled, no data */
+bit m_rndv[NM + 3]; /* went by the ring as a descriptor (a large send) */
+bit m_pay[NM + 3];  /* B's message holds its payload after all: the record
+                     * came whole by RESEND, or a RESEND gave it to the
+                     * still unmatched record (an ordinary message now) */
+#if NA > 3
+#error "RNDV: HotB settles the reads of A's messages 0..2 only"
+#endif
+byte m_rd[NM + 3];
+bit m_res[NM + 3];  /* a RESEND's payload is in the read's target */
+bit m_got[NM + 3];  /* the read's receive completed (data delivered) */
+#define RV_OPEN(r) (rv_st[r] == R_DONE && m_rd[rv_msg[r]] != RD_NONE && !m_got[rv_msg[r]])
+#endif
 
 /* ---- receives (ghost; index = posting order) ---------------------------- */
 #define R_FREE 0
@@ -290,6 +339,14 @@ inline do_match(mm, rr) {
     m_st[mm] = M_MATCHED;
     rv_st[rr] = R_DONE;
     rv_msg[rr] = mm;
+#ifdef RNDV
+    /* a descriptor matched (a receive, or a matched probe's hand-out):
+     * the receive is matched, its data not there; B posts the read */
+    if
+    :: m_rndv[mm] && !m_pay[mm] -> m_rd[mm] = RD_READING; printf("B: read of msg %d posted\n", mm)
+    :: else -> skip
+    fi;
+#endif
 #ifdef COUNT_GRANT
     if
     :: MSRC(mm) == SA && !m_ring[mm] -> a_mpi_matched++
@@ -303,6 +360,10 @@ inline do_match(mm, rr) {
  * by RDMA, or on the private communicator once B's QP is dead (decision:
  * the design does not say how a SYNC_ACK travels after a fault). */
 inline hot_ack(mm) {
+#if defined(RNDV) && !defined(RNDV_EARLY_ACK)
+    /* a read in flight: its receive is not done, the ack waits (rv_done) */
+    if :: m_rd[mm] == RD_READING -> skip :: else ->
+#endif
     if
     :: m_sync[mm] && m_ring[mm] ->
 #ifdef FAULT
@@ -316,6 +377,9 @@ inline hot_ack(mm) {
     :: m_sync[mm] && !m_ring[mm] -> m_acked[mm] = 1
     :: else -> skip
     fi
+#if defined(RNDV) && !defined(RNDV_EARLY_ACK)
+    fi
+#endif
 }
 
 /* A released item goes to the earliest-posted pending managed receive that
@@ -589,6 +653,19 @@ inline pick_msg(x) {
 #endif
 #ifdef NO_SSEND
     m_sync[x] = 0
+#elif defined(RNDV)
+    /* A: Send, Ssend, or a large send, which by the ring is a rendezvous
+     * (kept, resent and acknowledged like an Ssend's record) and by MPI is
+     * MPI's own rendezvous (complete at the match: an Ssend's behaviour,
+     * so SenderA clears m_rndv there) */
+    if
+    :: x < NA -> if
+                 :: m_sync[x] = 0
+                 :: m_sync[x] = 1
+                 :: m_sync[x] = 1; m_rndv[x] = 1
+                 fi
+    :: else -> m_sync[x] = 0
+    fi
 #else
     if
     :: x < NA -> if :: m_sync[x] = 0 :: m_sync[x] = 1 fi
@@ -712,7 +789,13 @@ end_a:
 #ifdef FAULT
     :: atomic { A_RECOVERS -> a_recover() }
 #endif
-    :: atomic { w != NONE && m_acked[w] -> assert(m_st[w] == M_MATCHED); w = NONE } /* Ssend completes only after its match */
+    :: atomic { w != NONE && m_acked[w] -> assert(m_st[w] == M_MATCHED); /* Ssend completes only after its match */
+#ifdef RNDV
+        /* A's buffer is free again: no read of it may be in flight, and B
+         * must have the data (read, or a RESEND's payload) */
+        assert(!m_rndv[w] || (m_rd[w] != RD_READING && (m_rd[w] == RD_OK || m_res[w] || m_pay[w]))); /* rendezvous send completes before B has its data */
+#endif
+        w = NONE }
     :: atomic { i < NA && w == NONE && SEND_OK ->
         pick_msg(i);
         m_st[i] = M_SENT;
@@ -729,6 +812,9 @@ end_a:
 #endif
             credits--;
             printf("A: msg %d (tag %d, ssend %d) by ring, rseq %d, mpi_before %d\n", i, m_tag[i], m_sync[i], a_rseq + 1, a_cnt);
+#ifdef RNDV
+            if :: m_rndv[i] -> printf("A: msg %d is a rendezvous (descriptor only)\n", i) :: else -> skip fi;
+#endif
             a_rseq++;
             r_msg[a_rseq] = i;
             r_before[a_rseq] = a_cnt;
@@ -747,6 +833,9 @@ end_a:
 #endif
             :: else -> skip
             fi;
+#ifdef RNDV
+            m_rndv[i] = 0;
+#endif
             printf("A: msg %d (tag %d, ssend %d) by MPI\n", i, m_tag[i], m_sync[i]);
             a_mpi_send(i);
             if :: A_COUNTS -> a_cnt++ :: else -> skip fi
@@ -847,6 +936,38 @@ inline closure() {
     od
 }
 
+#ifdef RNDV
+/* The read's receive completes (hb_p2p_req_deliver_ring from rv_done):
+ * once, with data in place (read, or a RESEND's payload), and only then
+ * the SYNC_ACK (by MPI once B's QP is dead).  RNDV_EARLY_ACK sent it at
+ * the match already. */
+inline rv_done(x) {
+    assert(!m_got[x]); /* rendezvous data delivered twice */
+    assert(m_rd[x] == RD_OK || m_res[x]); /* rendezvous receive completes without its data */
+    m_got[x] = 1;
+    printf("B: rendezvous receive of msg %d complete\n", x);
+#ifndef RNDV_EARLY_ACK
+    hot_ack(x)
+#else
+    skip
+#endif
+}
+
+/* A read in flight settles: it completes (the data placed) unless the QP
+ * error came first, then it fails, and B fails the peer (forced ERROR,
+ * hb_p2p_chan_rx_failed); the receive then waits for the RESEND's
+ * payload, unless it came already. */
+inline rd_settle(x) {
+    if
+    :: !qp_fail -> m_rd[x] = RD_OK; printf("B: read of msg %d complete\n", x); rv_done(x)
+    :: else -> m_rd[x] = RD_FAILED; printf("B: read of msg %d failed\n", x);
+        if :: !b_dead -> force() :: else -> skip fi;
+        if :: m_res[x] -> rv_done(x) :: else -> skip fi
+    fi;
+    closure()
+}
+#endif
+
 active proctype HotB() {
 end_h:
     do
@@ -889,6 +1010,27 @@ end_h:
         if :: !b_dead -> force() :: else -> skip fi;
         if
         :: r_st[it] == RK_SEEN || r_st[it] == RK_REL -> /* duplicate */
+#ifdef RNDV
+            /* a rendezvous record's RESEND carries the payload
+             * (hb_p2p_sync_rx_dup, hb_p2p_rndv_resent): unmatched, the
+             * record takes it along (an ordinary message from now, acked
+             * at its match); matched with its read in flight or failed,
+             * it goes into the read's target, and the receive completes
+             * once the read has settled too; read and acked already, a
+             * new SYNC_ACK (below) */
+            fa = r_msg[it];
+            if
+            :: m_rndv[fa] && m_st[fa] == M_SENT -> m_pay[fa] = 1;
+                printf("B: RESEND gives unmatched msg %d its payload\n", fa)
+            :: m_rndv[fa] && m_st[fa] == M_MATCHED && m_rd[fa] != RD_NONE && !m_got[fa] ->
+#ifdef RNDV_DROP_RESEND
+                printf("B: RESEND of matched msg %d dropped as a duplicate\n", fa)
+#else
+                m_res[fa] = 1; printf("B: RESEND payload of msg %d into the read's target\n", fa);
+                if :: m_rd[fa] == RD_FAILED -> rv_done(fa) :: else -> skip fi
+#endif
+            :: else ->
+#endif
 #ifndef NAIVE_RESEND
             if
             :: m_sync[r_msg[it]] && m_st[r_msg[it]] == M_MATCHED -> m_acked[r_msg[it]] = 1
@@ -897,7 +1039,14 @@ end_h:
 #else
             skip
 #endif
+#ifdef RNDV
+            fi;
+            fa = 0
+#endif
         :: else -> r_st[it] = RK_SEEN; /* lost on the ring: now seen */
+#ifdef RNDV
+            m_pay[r_msg[it]] = 1; /* by MPI whole: an ordinary record */
+#endif
             printf("B: RESEND of record %d taken\n", it)
         fi;
         it = 0;
@@ -912,6 +1061,13 @@ end_h:
     /* local steps enabled by someone else (a grant; the end of the
      * collective without the hook) */
     :: atomic { HOT_ON && (PQ_HEAD_OK || RING_HEAD_OK) -> closure() }
+#ifdef RNDV
+    /* reads, each settling in its own step, in any order (A's messages
+     * 0..2: the rndv configurations have NA <= 3) */
+    :: atomic { HOT_ON && m_rd[0] == RD_READING -> rd_settle(0) }
+    :: atomic { HOT_ON && m_rd[1] == RD_READING -> rd_settle(1) }
+    :: atomic { HOT_ON && m_rd[2] == RD_READING -> rd_settle(2) }
+#endif
     od
 }
 
@@ -982,7 +1138,11 @@ end_probe:
             rv_src[r] = MSRC(pm); rv_tag[r] = m_tag[pm];
             post(r) };
 end_precv:
+#ifdef RNDV
+        atomic { rv_st[r] == R_DONE && !RV_OPEN(r) -> assert(rv_msg[r] == pm); r = NONE; pm = NONE } /* Probe then Recv */
+#else
         atomic { rv_st[r] == R_DONE -> assert(rv_msg[r] == pm); r = NONE; pm = NONE } /* Probe then Recv */
+#endif
 #endif
 #ifndef NO_MPROBE
     /* Mprobe (blocking), then Mrecv: a matched probe is a match */
@@ -1004,7 +1164,21 @@ end_mprobe:
             do_match(pm, r) };
         /* Mrecv: the handle's message (an MPI item keeps its MPI_Message; a
          * ring item became a real one by a self-send); the ack comes now. */
+#ifdef RNDV
+        /* a descriptor is read first (hb_p2p_rndv_fetch, inside the
+         * Mprobe), and its SYNC_ACK goes at the read's completion */
+end_fetch:
+        atomic { m_rd[pm] == RD_NONE || m_got[pm] ->
+            assert(rv_msg[r] == pm); /* Mrecv gets Mprobe's */
+#ifdef RNDV_EARLY_ACK
+            hot_ack(pm); /* the hand-out is a matched probe's match */
+#else
+            if :: m_rd[pm] == RD_NONE -> hot_ack(pm) :: else -> skip fi;
+#endif
+            r = NONE; pm = NONE }
+#else
         atomic { assert(rv_msg[r] == pm); hot_ack(pm); r = NONE; pm = NONE } /* Mrecv gets Mprobe's */
+#endif
 #endif
 #ifndef NO_CANCEL
     /* Cancel the latest receive if it is still pending */
@@ -1023,7 +1197,11 @@ end_coll:
     do
     :: r < NR ->
 end_wait:
+#ifdef RNDV
+        !PENDING(r) && !RV_OPEN(r); r++ /* a matched descriptor: its read too */
+#else
         !PENDING(r); r++
+#endif
     :: else -> break
     od;
     /* MPI_Comm_free, once every message was matched */
@@ -1087,6 +1265,14 @@ active proctype Watchdog() {
             k++
         :: else -> break
         od;
+#ifdef RNDV
+        /* a matched rendezvous receive completes (read, or RESEND) */
+        j = 0;
+        do
+        :: j < NM -> assert(!(m_st[j] == M_MATCHED && m_rd[j] != RD_NONE && !m_got[j])); j++ /* matched rendezvous receive never completes */
+        :: else -> break
+        od;
+#endif
         /* a matched Ssend completes (its acknowledgement is not lost) */
         j = 0;
         do

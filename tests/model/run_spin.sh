@@ -45,6 +45,14 @@ trap 'rm -rf "$work"' EXIT
 #         the duplicate stays in MPI.  Run it by hand:
 #         spin -a -DFAULT -DNA=2 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE \
 #             -DNO_MPROBE -DNO_CANCEL p2p_pull.pml
+#  rndv   order's bounds with rendezvous (A: Send, Ssend or large), Probe
+#         and Mprobe kept (a matched probe reads before its hand-out), no
+#         Cancel: reads completing in any order against merge and matching
+#  rndv_fault  fault's bounds with rendezvous, Probe and Mprobe: a QP error
+#         before, during or after a read, the RESEND before or after the
+#         read fails, or before the match
+#  rndv_cycles  cycles' bounds with rendezvous: the reads keep every
+#         execution finite (what the Watchdog's liveness checks rely on)
 order="-DNA=3 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 probe="-DNA=2 -DNC=1 -DNR=2"
 fault="-DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
@@ -52,6 +60,9 @@ stamps="-DNA=5 -DNC=0 -DNR=5 -DPAT_FIXED -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 cycles="-DFAULT -DNA=2 -DNC=1 -DNR=2 -DPAT_FIXED"
 freed="-DNA=2 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 revoke="-DREVOKE -DNREV=2 -DNA=4 -DNC=0 -DNR=4 -DPAT_FIXED -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
+rndv="-DRNDV -DNA=3 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_CANCEL"
+rndv_fault="-DRNDV -DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_CANCEL"
+rndv_cycles="-DRNDV $cycles"
 revoke_fault="-DREVOKE -DNREV=1 -DFAULT -DNA=3 -DNC=0 -DNR=2 -DPAT_SMALL -DNO_PROBE -DNO_MPROBE -DNO_CANCEL"
 
 # name | expectation | flags
@@ -64,6 +75,9 @@ runs=(
     "freed|pass|$freed"
     "revoke|pass|$revoke"
     "revoke_fault|pass|$revoke_fault"
+    "rndv|pass|$rndv"
+    "rndv_fault|pass|$rndv_fault"
+    "rndv_cycles|pass|$rndv_cycles -DNP"
     "no_hook|fail|$order -DNO_HOOK"
     "count_grant|fail|$order -DCOUNT_GRANT"
     "grant_marker|fail|$freed -DGRANT_MARKER"
@@ -77,6 +91,8 @@ runs=(
     "free_early|fail|$revoke -DFREE_EARLY"
     "revoke_no_marker|fail|$revoke -DREVOKE_NO_MARKER"
     "free_undrained|fail|$revoke -DFREE_UNDRAINED"
+    "rndv_early_ack|fail|$rndv -DRNDV_EARLY_ACK"
+    "rndv_drop_resend|fail|$rndv_fault -DRNDV_DROP_RESEND"
 )
 
 wanted() { # run name: selected by the arguments?
