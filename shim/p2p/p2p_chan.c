@@ -621,9 +621,11 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(ch.tr, &op, hb_progress_yield, NULL);
     int zc = reg != NULL;
-    if (rndv) /* the receiver reads buf: registered until the SYNC_ACK */
+    if (rndv) { /* the receiver reads buf: registered until the SYNC_ACK,
+                   and the message can be resent on its communicator */
         sync->reg = reg;
-    else if (reg)
+        hb_p2p_sync_hold_comm(sync);
+    } else if (reg)
         hb_regcache_put(ch.rdma->cache, reg);
     sent(tp, &rec, rc, buf, bytes, zc, rndv, sync);
     return zc;

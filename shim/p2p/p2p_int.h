@@ -43,7 +43,8 @@ struct p2p_comm {
     uint32_t *recvs_from; /* [size]: those naming each source (policy) */
     struct hb_pm m;       /* matcher, while pulled */
     struct hb_list link;  /* on p2p.pulled */
-    int pending;          /* hotbuf receives posted or matched, not done */
+    int pending;          /* hotbuf receives posted or matched, not done,
+                             and rendezvous sends not acknowledged */
     int free_deferred;    /* the application freed it: free at pending 0 */
     /* part 2 (p2p_chan.c): members' world ranks, pairs by rank in c */
     int size, rank;
@@ -161,6 +162,8 @@ struct p2p_sync {
     int rndv;              /* may go as a DATA_RNDV record (too large for
                               a slot): the receiver reads buf */
     struct hb_region *reg; /* DATA_RNDV: buf's, held until the SYNC_ACK */
+    int holds_comm;        /* DATA_RNDV: counts in its communicator's
+                              pending until the SYNC_ACK (p2p_sync.c) */
     int world;             /* the receiver, world rank */
     struct p2p_txpair *tp; /* NULL once its communicator is dropped */
     unsigned polls;        /* looks while unacknowledged (p2p_sync.c) */
@@ -371,6 +374,8 @@ void hb_p2p_ctrl_sync_ack(int world, uint32_t id); /* by MPI */
 /* p2p_sync.c: synchronous sends */
 struct p2p_sync *hb_p2p_sync_new(struct p2p_txpair *tp, const void *buf);
 void hb_p2p_sync_free(struct p2p_sync *s); /* NULL: nothing */
+/* A rendezvous record: its communicator's free waits for its SYNC_ACK. */
+void hb_p2p_sync_hold_comm(struct p2p_sync *s);
 void hb_p2p_sync_acked(uint32_t id);
 int hb_p2p_sync_done(struct p2p_sync *s); /* 1: acknowledged */
 void hb_p2p_sync_wait(struct p2p_sync *s);

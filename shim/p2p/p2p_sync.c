@@ -80,9 +80,29 @@ struct p2p_sync *hb_p2p_sync_new(struct p2p_txpair *tp, const void *buf)
     return s;
 }
 
+/* A rendezvous record's message exists only in the user's buffer until
+ * the receiver has read it: after a fault it must go again by MPI on its
+ * communicator, so the application's Comm_free of it waits (pending)
+ * until the SYNC_ACK.  A synchronous record needs no such wait: it was
+ * placed whole, only its SYNC_ACK can be lost, and the receiver resends
+ * that (p2p_chan.c, ack_wait). */
+void hb_p2p_sync_hold_comm(struct p2p_sync *s)
+{
+    s->holds_comm = 1;
+    s->tp->c->pending++;
+}
+
+static void release_comm(struct p2p_sync *s)
+{
+    if (s->holds_comm && s->tp)
+        hb_p2p_comm_release_pending(s->tp->c);
+    s->holds_comm = 0;
+}
+
 void hb_p2p_sync_free(struct p2p_sync *s)
 {
     if (s) {
+        release_comm(s);
         if (s->reg) /* a rendezvous record's buffer: read, or resent */
             hb_regcache_put(p2p.ctx->rdma->cache, s->reg);
         HASH_DEL(p2p.syncs, s);
@@ -95,8 +115,9 @@ void hb_p2p_sync_free(struct p2p_sync *s)
 void hb_p2p_sync_acked(uint32_t id)
 {
     struct p2p_sync *s = find(id);
-    if (s) {
+    if (s && !s->acked) {
         s->acked = 1;
+        release_comm(s);
         p2p.stats.sync_acks++;
     }
 }
@@ -143,13 +164,16 @@ void hb_p2p_sync_check(void)
     free(worlds);
 }
 
-/* The pair's communicator is dropped: its records cannot be resent. */
+/* The pair's communicator is dropped: its records cannot be resent
+ * (a rendezvous record's would have kept it: only at MPI_Finalize). */
 void hb_p2p_sync_pair_gone(const struct p2p_txpair *tp)
 {
     struct p2p_sync *s, *tmp;
     HASH_ITER(hh, p2p.syncs, s, tmp)
-    if (s->tp == tp)
+    if (s->tp == tp) {
+        s->holds_comm = 0;
         s->tp = NULL;
+    }
 }
 
 /* The handshake is looked at on every HB_SYNC_POLL_EVERY-th look: a

@@ -42,7 +42,10 @@
 #        Issend by ring on a communicator freed before it completes, its
 #        SYNC_ACK lost with the QP (HOTBUF_TEST_P2P_ACK_FAULT=1): it
 #        completes (the receiver sends the SYNC_ACK again by MPI), output
-#        as plain MPI's.
+#        as plain MPI's.  .../rndv: a 256 KiB MPI_Isend (a rendezvous) on
+#        a communicator freed before it completes, the receiver's read of
+#        it failing (HOTBUF_TEST_P2P_READ_FAULT=1): its message comes again
+#        by MPI (the free waits for the SYNC_ACK).
 #  p2p_ring/policy/FLAVOUR/np2/coldN  tests/mpi/p2p_cold_mix: a hot buffer
 #        alone on its communicator is granted; among 20 cold messages a
 #        round the receiver refuses (not_worth): output as plain MPI's.
@@ -165,21 +168,26 @@ cases() {
 # (HOTBUF_TEST_P2P_ACK_FAULT=1): the receiver sends it again by MPI, the
 # send completes (it hung before), output as plain MPI's.
 issend_freed() {
-    local mpi=$1 prog=build/$1/tests/p2p_issend_freed name=p2p_ring/issend_freed/$1/np2
+    local mpi=$1 rounds=${2:-40} mode=${3:-}
+    local prog=build/$1/tests/p2p_issend_freed name=p2p_ring/issend_freed/$1/np2${mode:+/$mode}
     only "$name" || return 0
-    local r=$work/isf-$mpi opt=() rounds=${2:-40}; [ $mpi = openmpi ] && opt=(--oversubscribe)
-    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds 2>"$r.plain.err" | sort >"$r.plain"
-    HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
-        HOTBUF_TEST_P2P_ACK_FAULT=1 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
-        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds 2>"$r.err" | sort >"$r.out"
+    local r=$work/isf-$mpi$mode opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
+    local fault=HOTBUF_TEST_P2P_ACK_FAULT=1 thr=2 want='r["p2p"]["ring"]["ring_sync"] > 0 and r["p2p"]["ring"]["sync_acks_mpi"] > 0'
+    # rndv: threshold 1, so the big buffer's one send is worth a rendezvous
+    [ -n "$mode" ] && fault=HOTBUF_TEST_P2P_READ_FAULT=1 thr=1 \
+        want='r["p2p"]["ring"]["rndv_read_failed"] > 0 and r["p2p"]["ring"]["rndv_resent_in"] > 0'
+    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds $mode 2>"$r.plain.err" | sort >"$r.plain"
+    env HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=$thr \
+        $fault HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
+        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds $mode 2>"$r.err" | sort >"$r.out"
     local rc=${PIPESTATUS[0]}
     if [ $rc != 0 ] || [ "$(grep -c 'errors 0' "$r.plain")" != 2 ] || ! cmp -s "$r.plain" "$r.out"; then
         diff "$r.plain" "$r.out" >>"$r.err"
         fail "$name" "output differs from plain MPI (exit $rc; 124: the Issend never completed)" "$r.err"
-    elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_sync"] > 0 and r["p2p"]["ring"]["sync_acks_mpi"] > 0')" != True ]; then
-        fail "$name" "no synchronous ring send, or its SYNC_ACK not sent again by MPI: $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
+    elif [ "$(json "$r.json" "$want")" != True ]; then
+        fail "$name" "not what it must show ($want): $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
     else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACK by MPI after its QP failed" % r["p2p"]["ring"]'))"
+        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACK by MPI after its QP failed, %(rndv_read_failed)d rendezvous read failed, %(rndv_resent_in)d resent" % r["p2p"]["ring"]'))"
     fi
 }
 
@@ -213,6 +221,8 @@ cases openmpi
 cases mpich
 issend_freed openmpi
 issend_freed mpich 400
+issend_freed openmpi 40 rndv
+issend_freed mpich 400 rndv
 # the grant policy: the hot buffer alone is granted; among 20 cold
 # messages a round it is refused (pull would cost more than it saves)
 policy openmpi 0 'r["p2p"]["ring"]["granted"] > 0 and r["p2p"]["ring"]["ring_msgs"] > 0'
