@@ -85,7 +85,7 @@ pair() {
     local d=$work/${name//\//_} wrap
     read -r -a wrap <<<"${WRAP:-}"
     bounded "${wrap[@]}" "$@" >"$d.plain" 2>"$d.plain.err"
-    local prc=$?
+    local prc=$? ptries=$tries
     HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 HOTBUF_REPORT=json \
         HOTBUF_REPORT_FILE=$d bounded "${wrap[@]}" tools/hotbuf-run -- "$@" \
         >"$d.hb" 2>"$d.hb.err"
@@ -95,6 +95,12 @@ pair() {
             -E 'MPI_ERR|error|failed|No OpenFabrics' "$d.plain.err")"
     elif [ $rc = 124 ] && ((htries < 3)); then
         skip "beside/$name" "hotbuf run hung $htries times, out of time budget (the MPI's own hang, one run in five)"
+    elif [ $rc = 124 ] && ((ptries > 1)); then
+        # the memlock run hangs plain in most tries in some guests (2 of 3
+        # in session 12's, CI once hung all 6 hotbuf tries): a hotbuf run
+        # that always hangs is the MPI's own hang when plain hung too; a
+        # hang of hotbuf's alone still fails (plain finished at once)
+        skip "beside/$name" "hotbuf run hung all $htries times, and the plain run $((ptries - 1)) of $ptries times (the MPI's own hang)"
     elif [ $rc != $prc ] || ! cmp -s "$d.plain" "$d.hb"; then
         { echo "plain:"; cat "$d.plain"; echo "hotbuf (exit $rc):";
           cat "$d.hb"; grep -m3 -E 'MPI_ERR|failed|rror' "$d.hb.err"
