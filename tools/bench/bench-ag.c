@@ -10,7 +10,16 @@
  * (a receive buffer malloc'ed and freed around every call; above glibc's
  * mmap threshold each one is a new mapping that must be registered anew).
  * Prints per line the median of the per-round means (us per call, the
- * slowest rank's), the ratio hotbuf/plain and the A/A ratio plain2/plain.
+ * slowest rank's), the ratio hotbuf/plain and the A/A ratio plain2/plain,
+ * then what each call cost, from the same rounds (medians):
+ *   pkts  packets the device sent per call (all ranks), when
+ *         BENCH_AG_PKTS names a counter file, e.g. rxe's
+ *         /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts (every
+ *         rank on one host: the device's count is the job's); "-" without
+ *   cpu   CPU time per call (user + system, summed over the ranks), us
+ * Packets and CPU are read around the round's calls and a barrier after
+ * them (so that every rank's writes are in); the barrier adds the same
+ * few packets to every variant.
  *
  *   bench-ag [max bytes (1M)] [rounds (5)] [min bytes (4)]
  *
@@ -20,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int,
                             MPI_Datatype, MPI_Comm);
@@ -38,11 +48,40 @@ static int calls_for(long block, int size)
     return n < 2 ? 2 : n > 50 ? 50 : (int)n;
 }
 
-static double round_us(allgather_fn f, char *send, char *reused, long block,
-                       int fresh, int calls, int size)
+/* The device's packet counter (BENCH_AG_PKTS), or -1. */
+static double packets(void)
 {
-    double t0, us, worst;
+    const char *path = getenv("BENCH_AG_PKTS");
+    double n = -1;
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "%lf", &n) != 1)
+            n = -1;
+        fclose(f);
+    }
+    return n;
+}
+
+static double cpu_us(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
+           ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+}
+
+struct cost {
+    double us, pkts, cpu; /* per call: slowest rank; job; summed over ranks */
+};
+
+static struct cost round_cost(allgather_fn f, char *send, char *reused,
+                              long block, int fresh, int calls, int size)
+{
+    double t0, us, c0, cpu, p0 = -1;
+    struct cost r;
     MPI_Barrier(MPI_COMM_WORLD);
+    p0 = packets();
+    c0 = cpu_us();
     t0 = MPI_Wtime();
     for (int i = 0; i < calls; i++) {
         char *recv = fresh ? malloc(block * size) : reused;
@@ -52,8 +91,18 @@ static double round_us(allgather_fn f, char *send, char *reused, long block,
             free(recv);
     }
     us = (MPI_Wtime() - t0) * 1e6 / calls;
-    MPI_Allreduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-    return worst;
+    cpu = (cpu_us() - c0) / calls;
+    MPI_Barrier(MPI_COMM_WORLD);
+    r.pkts = p0 < 0 ? -1 : (packets() - p0) / calls;
+    MPI_Allreduce(&us, &r.us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    MPI_Allreduce(&cpu, &r.cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    return r;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, n, sizeof(double), cmp_double);
+    return v[n / 2];
 }
 
 int main(int argc, char **argv)
@@ -70,33 +119,49 @@ int main(int argc, char **argv)
     memset(reused, 0, max * size);
     const allgather_fn variant[3] = {PMPI_Allgather, MPI_Allgather,
                                      PMPI_Allgather};
-    double *t[3];
+    double *t[3], *pk[2], *cp[2];
     for (int v = 0; v < 3; v++)
         t[v] = malloc(rounds * sizeof(double));
+    for (int v = 0; v < 2; v++) {
+        pk[v] = malloc(rounds * sizeof(double));
+        cp[v] = malloc(rounds * sizeof(double));
+    }
     if (rank == 0)
-        printf("%-6s %8s %6s %12s %12s %7s %7s\n", "buffer", "bytes", "calls",
-               "plain_us", "hotbuf_us", "ratio", "aa");
+        printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s\n", "buffer",
+               "bytes", "calls", "plain_us", "hotbuf_us", "ratio", "aa",
+               "pkts_pl", "pkts_hb", "cpu_pl", "cpu_hb");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
             if (block < min)
                 continue;
             int calls = calls_for(block, size);
             for (int v = 0; v < 2; v++) /* warm-up */
-                round_us(variant[v], send, reused, block, fresh, 2, size);
+                round_cost(variant[v], send, reused, block, fresh, 2, size);
             for (int r = 0; r < rounds; r++)
                 for (int k = 0; k < 3; k++) {
                     int v = (r + k) % 3; /* rotate who goes first */
-                    t[v][r] = round_us(variant[v], send, reused, block, fresh,
-                                       calls, size);
+                    struct cost c = round_cost(variant[v], send, reused, block,
+                                               fresh, calls, size);
+                    t[v][r] = c.us;
+                    if (v < 2) {
+                        pk[v][r] = c.pkts;
+                        cp[v][r] = c.cpu;
+                    }
                 }
-            for (int v = 0; v < 3; v++)
-                qsort(t[v], rounds, sizeof(double), cmp_double);
-            double p = t[0][rounds / 2], h = t[1][rounds / 2],
-                   p2 = t[2][rounds / 2];
+            double p = median(t[0], rounds), h = median(t[1], rounds),
+                   p2 = median(t[2], rounds);
+            double pk0 = median(pk[0], rounds), pk1 = median(pk[1], rounds);
+            double cp0 = median(cp[0], rounds), cp1 = median(cp[1], rounds);
+            char pks[2][16] = {"-", "-"};
+            if (pk0 >= 0)
+                snprintf(pks[0], sizeof(pks[0]), "%.1f", pk0);
+            if (pk1 >= 0)
+                snprintf(pks[1], sizeof(pks[1]), "%.1f", pk1);
             if (rank == 0)
-                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f\n",
+                printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f | %8s %8s "
+                       "%9.1f %9.1f\n",
                        fresh ? "fresh" : "reuse", block, calls, p, h, h / p,
-                       p2 / p);
+                       p2 / p, pks[0], pks[1], cp0, cp1);
         }
     MPI_Finalize();
     return 0;

@@ -5,10 +5,13 @@
 # receive buffer and a fresh one per call; column aa is plain against
 # plain in the same run (the noise floor).  MPI itself runs over rxe0
 # through UCX (Open MPI: pml ucx), so plain MPI is an RDMA baseline too.
+# After "|", what a call cost each variant: packets rxe sent (all ranks)
+# and CPU time (all ranks; about twice the wall time when the guest's two
+# CPUs are saturated, as they are at 4 and 8 ranks).
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
-# Knobs: BENCH_ROUNDS (4), BENCH_AG_MIN (4), BENCH_AG_MAX (1048576),
-# BENCH_AG_RANKS ("4 8").  The whole run takes about 6 minutes on an idle
+# Knobs: BENCH_ROUNDS (9), BENCH_AG_MIN (4), BENCH_AG_MAX (1048576),
+# BENCH_AG_RANKS ("4 8").  The whole run takes about 15 minutes on an idle
 # host, far longer when other guests share its CPUs; BENCH_AG_MIN/MAX split it.
 # The guest has 2 CPUs: 4 and 8 ranks are oversubscribed, which weighs on
 # both variants (MPI yields when oversubscribed; so does hotbuf).
@@ -25,14 +28,16 @@ fi
 work=$(mktemp -d /tmp/bench-ag.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 export UCX_NET_DEVICES=rxe0:1 UCX_TLS=self,rc,ud
+# packets per call: rxe's counter (every rank is in this guest)
+export BENCH_AG_PKTS=/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts
 ompi=(mpiexec.openmpi --oversubscribe --mca pml ucx --mca btl self
-      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX)
+      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX -x BENCH_AG_PKTS)
 hb=(env HOTBUF_INTRANODE=1 HOTBUF_REPORT=json)
 
 for n in ${BENCH_AG_RANKS:-4 8}; do
     echo "== Allgather latency, openmpi over UCX on rxe0, $n ranks (us per call, slowest rank)"
     "${hb[@]}" HOTBUF_REPORT_FILE=$work/ag$n timeout 4000 tools/hotbuf-run -- "${ompi[@]}" -n $n \
-        build/openmpi/tools/bench-ag "${BENCH_AG_MAX:-1048576}" "${BENCH_ROUNDS:-4}" "${BENCH_AG_MIN:-4}" \
+        build/openmpi/tools/bench-ag "${BENCH_AG_MAX:-1048576}" "${BENCH_ROUNDS:-9}" "${BENCH_AG_MIN:-4}" \
         >"$work/ag$n.txt" 2>"$work/ag$n.err" ||
         { echo "bench-allgather failed:"; tail -20 "$work/ag$n.err"; continue; }
     cat "$work/ag$n.txt"
