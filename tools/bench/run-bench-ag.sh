@@ -11,7 +11,7 @@
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
 # Knobs: BENCH_ROUNDS (9), BENCH_AG_MIN (4), BENCH_AG_MAX (1048576),
-# BENCH_AG_RANKS ("4 8").  The whole run takes about 15 minutes on an idle
+# BENCH_AG_RANKS ("4 8").  The whole run takes about 7 minutes on an idle
 # host, far longer when other guests share its CPUs; BENCH_AG_MIN/MAX split it.
 # The guest has 2 CPUs: 4 and 8 ranks are oversubscribed, which weighs on
 # both variants (MPI yields when oversubscribed; so does hotbuf).
