@@ -6,7 +6,8 @@
 #                                    man for the installation tests, spin for the
 #                                    protocol models, matplotlib for hotbuf-report's
 #                                    plots and Chromium to load its pages)
-#   scripts/install-deps.sh --vm     also the soft-RoCE guest (qemu, kernel, busybox, perftest)
+#   scripts/install-deps.sh --vm     also the soft-RoCE guest (qemu, kernel, busybox, perftest,
+#                                    perf for tools/bench/run-prof-ag.sh)
 set -eu
 
 pkgs="build-essential gfortran pkg-config
@@ -21,7 +22,7 @@ installed() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "ok instal
 installed lmod || pkgs="$pkgs environment-modules"
 if [ "${1:-}" = "--vm" ]; then
     pkgs="$pkgs qemu-system-x86 linux-image-amd64 busybox-static cpio kmod
-          perftest iproute2"
+          perftest iproute2 linux-perf"
 fi
 
 missing=""

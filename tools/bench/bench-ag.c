@@ -22,6 +22,11 @@
  * few packets to every variant.
  *
  *   bench-ag [max bytes (1M)] [rounds (5)] [min bytes (4)]
+ *   bench-ag loop BYTES CALLS   MPI_Allgather only, CALLS calls of BYTES
+ *                               per rank, one reused buffer: a steady
+ *                               state to profile (tools/bench/run-prof-ag.sh)
+ *   bench-ag memcpy             memcpy rate by size, no MPI: what a copy
+ *                               costs on this CPU (or emulator)
  *
  * Sizes are 4 B x 4^k; min skips the smaller ones (a long run split in two).
  */
@@ -30,6 +35,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <time.h>
 
 typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int,
                             MPI_Datatype, MPI_Comm);
@@ -105,9 +111,70 @@ static double median(double *v, int n)
     return v[n / 2];
 }
 
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static volatile char sink; /* read from each copy: none may be dropped */
+
+/* memcpy of 4 KiB .. 1 MiB, 64 MiB each, between two buffers. */
+static int memcpy_rates(void)
+{
+    for (size_t n = 4096; n <= (1u << 20); n *= 4) {
+        char *a = malloc(n), *b = malloc(n);
+        int it = (int)((64u << 20) / n);
+        memset(a, 1, n);
+        memset(b, 2, n);
+        double t0 = now_s();
+        for (int i = 0; i < it; i++) {
+            memcpy(b, a, n);
+            sink = b[(size_t)i % n];
+            a[(size_t)i % n]++;
+        }
+        double dt = now_s() - t0;
+        printf("memcpy %7zu B: %8.1f MB/s, %8.2f us per copy\n", n,
+               n * (double)it / dt / 1e6, dt / it * 1e6);
+        free(a);
+        free(b);
+    }
+    return 0;
+}
+
+static int loop(long block, int calls)
+{
+    int rank, size;
+    double us, worst;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    char *send = malloc(block), *recv = malloc(block * size);
+    memset(send, rank + 1, block);
+    MPI_Barrier(MPI_COMM_WORLD);
+    double t0 = MPI_Wtime();
+    for (int i = 0; i < calls; i++)
+        MPI_Allgather(send, (int)block, MPI_BYTE, recv, (int)block, MPI_BYTE,
+                      MPI_COMM_WORLD);
+    us = (MPI_Wtime() - t0) * 1e6 / calls;
+    MPI_Reduce(&us, &worst, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("loop %ld B x %d calls: %.1f us per call (slowest rank)\n",
+               block, calls, worst);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int rank, size;
+    if (argc > 1 && !strcmp(argv[1], "memcpy"))
+        return memcpy_rates();
+    if (argc > 3 && !strcmp(argv[1], "loop")) {
+        MPI_Init(&argc, &argv);
+        loop(atol(argv[2]), atoi(argv[3]));
+        MPI_Finalize();
+        return 0;
+    }
     long max = argc > 1 ? atol(argv[1]) : 1l << 20;
     int rounds = argc > 2 ? atoi(argv[2]) : 5;
     long min = argc > 3 ? atol(argv[3]) : 4;
