@@ -83,7 +83,7 @@ struct cost {
 static struct cost round_cost(allgather_fn f, char *send, char *reused,
                               long block, int fresh, int calls, int size)
 {
-    double t0, us, c0, cpu, p0 = -1;
+    double t0, us, c0, cpu, p0;
     struct cost r;
     MPI_Barrier(MPI_COMM_WORLD);
     p0 = packets();
@@ -220,10 +220,9 @@ int main(int argc, char **argv)
             double pk0 = median(pk[0], rounds), pk1 = median(pk[1], rounds);
             double cp0 = median(cp[0], rounds), cp1 = median(cp[1], rounds);
             char pks[2][16] = {"-", "-"};
-            if (pk0 >= 0)
-                snprintf(pks[0], sizeof(pks[0]), "%.1f", pk0);
-            if (pk1 >= 0)
-                snprintf(pks[1], sizeof(pks[1]), "%.1f", pk1);
+            for (int v = 0; v < 2; v++)
+                if ((v ? pk1 : pk0) >= 0)
+                    snprintf(pks[v], sizeof(pks[v]), "%.1f", v ? pk1 : pk0);
             if (rank == 0)
                 printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f | %8s %8s "
                        "%9.1f %9.1f\n",
