@@ -1,9 +1,11 @@
 /* MPI_Alloc_mem / MPI_Free_mem from registered chunks (see mem.h). */
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "core/note.h"
 #include "core/runtime.h"
 #include "core/subsys.h"
 #include "mem.h"
@@ -23,6 +25,7 @@ static struct {
     const struct hb_ctx *ctx;   /* set while open */
     struct hb_arena arena;      /* kept after stop while blocks are live */
     size_t chunk;               /* HOTBUF_ALLOC_MEM */
+    size_t too_big;             /* a chunk this long never fits the cache */
     struct hb_mem_record stats; /* this rank's report record */
 } mem;
 
@@ -39,23 +42,46 @@ static int has_keys(MPI_Info info)
     return info != MPI_INFO_NULL && PMPI_Info_get_nkeys(info, &n) == 0 && n;
 }
 
-/* Maps and registers a chunk that can hold size bytes; 0, or -1. */
-static int add_chunk(size_t size)
+/* The chunk that holds a block of size bytes: HOTBUF_ALLOC_MEM, or one
+ * of its own for a larger block, in whole pages. */
+static size_t chunk_len(size_t size)
 {
     size_t pg = page_size();
     size_t len = size > mem.chunk ? size : mem.chunk;
-    len = (len + pg - 1) & ~(pg - 1);
+    return (len + pg - 1) & ~(pg - 1);
+}
+
+/* A chunk longer than the cache's byte cap (a low RLIMIT_MEMLOCK) can
+ * never be registered: said once, and no chunk that long is tried again.
+ * Trying would map and unmap one on every Alloc_mem of the run, which
+ * changes nothing for the application but its timing. */
+static void chunk_too_big(size_t len)
+{
+    if (!mem.too_big)
+        hb_note("HOTBUF_ALLOC_MEM: a %zu KiB chunk exceeds the registration "
+                "cache's share of RLIMIT_MEMLOCK; MPI_Alloc_mem blocks that "
+                "need one come from the MPI",
+                len >> 10);
+    if (!mem.too_big || len < mem.too_big)
+        mem.too_big = len;
+}
+
+/* Maps and registers a chunk of len bytes; 0, or -1. */
+static int add_chunk(size_t len)
+{
     void *m = mmap(NULL, len, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (m == MAP_FAILED)
         return -1;
     struct hb_region *reg = NULL;
-    if (hb_rdma_register(mem.ctx->rdma, m, len, &reg) == 0 &&
-        hb_arena_add(&mem.arena, m, len, reg) == 0) {
+    int err = hb_rdma_register(mem.ctx->rdma, m, len, &reg);
+    if (err == 0 && hb_arena_add(&mem.arena, m, len, reg) == 0) {
         mem.stats.chunks++;
         mem.stats.chunk_bytes += len;
         return 0;
     }
+    if (err == -E2BIG)
+        chunk_too_big(len);
     if (reg)
         hb_regcache_put(mem.ctx->rdma->cache, reg);
     munmap(m, len);
@@ -77,11 +103,16 @@ static void *pool_alloc(MPI_Aint size, MPI_Info info, enum hb_mem_pass *why)
     *why = HB_MEM_PASS_INFO;
     if (has_keys(info))
         return NULL;
-    *why = HB_MEM_PASS_FAILED;
     void *p = hb_arena_alloc(&mem.arena, (size_t)size);
-    if (!p && add_chunk((size_t)size) == 0)
-        p = hb_arena_alloc(&mem.arena, (size_t)size);
-    return p;
+    size_t len = chunk_len((size_t)size);
+    if (p)
+        return p;
+    *why = HB_MEM_PASS_CAP;
+    if (mem.too_big && len >= mem.too_big)
+        return NULL;
+    *why = HB_MEM_PASS_FAILED;
+    return add_chunk(len) == 0 ? hb_arena_alloc(&mem.arena, (size_t)size)
+                               : NULL;
 }
 
 int hb_mem_alloc(MPI_Aint size, MPI_Info info, void *baseptr)
@@ -140,6 +171,7 @@ int hb_mem_free(void *base)
 static int start(const struct hb_ctx *ctx)
 {
     mem.chunk = (size_t)ctx->cfg->alloc_mem;
+    mem.too_big = 0;
     if (!mem.chunk)
         return 0; /* off: every call goes to the MPI (reason "off") */
     hb_arena_init(&mem.arena, BLOCK_ALIGN);

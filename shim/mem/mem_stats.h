@@ -13,7 +13,8 @@
     _(HB_MEM_PASS_NO_CACHE, "no_cache") /* no device or no monitor */          \
     _(HB_MEM_PASS_INFO, "info")         /* info keys: hints for the MPI */     \
     _(HB_MEM_PASS_SIZE, "size")         /* size 0 or less */                   \
-    _(HB_MEM_PASS_FAILED, "failed")     /* a chunk not mapped or registered */
+    _(HB_MEM_PASS_FAILED, "failed")     /* a chunk not mapped or registered */ \
+    _(HB_MEM_PASS_CAP, "cap") /* a chunk longer than the cache may pin */
 
 enum hb_mem_pass { HB_MEM_PASS_REASONS(HB_REPORT_ENUM) HB_MEM_PASS_COUNT };
 
