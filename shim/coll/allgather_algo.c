@@ -3,7 +3,7 @@
  * Every call gathers size blocks of B bytes into one contiguous array
  * `buf` on every rank: the receive buffer itself (zero-copy), or one half
  * of the communicator's registered collective buffer (copy-based: the
- * blocks are copied out at the end).
+ * blocks are copied out as they come in, copy_out).
  *
  * Copy-based calls need no handshake: the halves' addresses are known
  * since the creation, and half N&1 is free at every peer when call N
@@ -78,6 +78,7 @@ struct ag_call {
     int zcopy;
     int fail;            /* zero-copy: some rank known not registered */
     char *buf;           /* size x block bytes, this rank's gathered array */
+    char *out;           /* copy-based, contiguous receive type: rbuf */
     uint32_t lkey, rkey; /* of buf */
     uint32_t max_inline; /* the device's: smaller writes go inline */
     struct hb_tr_op last[HB_AG_SLOTS + 1]; /* last write to each destination */
@@ -241,11 +242,24 @@ static void send_blocks(struct ag_call *a, int to,
              body, signal);
 }
 
+/* Blocks [first, first+n) are in and final: a copy-based call with a
+ * contiguous receive type copies them out now, while the next step's
+ * data is on the wire, rather than the whole array after the last wait
+ * (which is on the call's critical path).  Other calls leave it to the
+ * end (unpack). */
+static void copy_out(const struct ag_call *a, uint64_t first, uint64_t n)
+{
+    if (a->out)
+        memcpy(a->out + first * a->block, a->buf + first * a->block,
+               n * a->block);
+}
+
 static void recursive_doubling(struct ag_call *a)
 {
     const struct hb_ag_comm *c = a->c;
     for (int k = 0; a->zcopy && (1 << k) < c->size; k++)
         send_ready(a, c->rank ^ (1 << k), k, 0);
+    uint64_t in = (uint64_t)c->rank, nin = 1; /* the last blocks to come */
     for (int k = 0; (1 << k) < c->size; k++) {
         int partner = c->rank ^ (1 << k);
         struct hb_ag_record dst = destination(a, partner, k);
@@ -255,8 +269,12 @@ static void recursive_doubling(struct ag_call *a)
         send_blocks(
             a, partner, &dst, first * a->block, ((uint64_t)1 << k) * a->block,
             body_for(a, partner, HB_AG_IMM_RD, (unsigned)k), HB_TR_F_SIGNAL);
+        copy_out(a, in, nin);
+        in = (uint64_t)((partner >> k) << k);
+        nin = (uint64_t)1 << k;
         wait_flag(a, &c->area->rd[k], partner);
     }
+    copy_out(a, in, nin);
 }
 
 /* Chunks per ring step: blocks of HOTBUF_AG_CHUNK bytes or more are cut
@@ -294,9 +312,11 @@ static void ring(struct ag_call *a)
                         body_for(a, right, HB_AG_IMM_RING, 0),
                         s == p - 2 && j == n - 1 ? HB_TR_F_SIGNAL : 0);
         }
+        copy_out(a, blk, 1);
     }
     for (uint64_t j = 0; j < n; j++)
         wait_flag(a, &c->area->data[(uint64_t)(p - 2) * n + j], left);
+    copy_out(a, (uint64_t)right, 1); /* the last to come: right's own */
 }
 
 static void direct_to_all(struct ag_call *a)
@@ -310,9 +330,11 @@ static void direct_to_all(struct ag_call *a)
                     body_for(a, to, HB_AG_IMM_DIRECT, (unsigned)c->rank),
                     HB_TR_F_SIGNAL);
     }
+    copy_out(a, (uint64_t)c->rank, 1);
     for (int i = 1; i < c->size; i++) {
         int from = (c->rank + c->size - i) % c->size;
         wait_flag(a, &c->area->direct[from], from);
+        copy_out(a, (uint64_t)from, 1);
     }
 }
 
@@ -433,6 +455,7 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
     if (failed >= 0)
         fatal_world(&a, failed);
     choose_buffer(&a, rbuf, direct, &reg, &tmp);
+    a.out = !zcopy && direct ? rbuf : NULL;
     c->area->out = (struct hb_ag_record){(uint64_t)(uintptr_t)a.buf, a.rkey, 0};
     if (!a.fail)
         place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
@@ -445,7 +468,7 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
         recursive_doubling(&a);
     finish_writes(&a);
 
-    if (a.buf != rbuf && !a.fail)
+    if (a.buf != rbuf && !a.fail && !a.out)
         unpack(a.buf, total, rbuf, rcount * c->size, rtype);
     if (reg)
         hb_regcache_put(ag->ctx->rdma->cache, reg);
