@@ -1,7 +1,8 @@
 /* MPI_Allgather latency, plain MPI against hotbuf, in one run.
  *
  * Per block size 4 B .. 1 MiB (x4 steps) and per buffer policy, rounds
- * rotate between
+ * (three times as many up to 4 KiB, where they are cheap and the noise
+ * of oversubscribed ranks is widest) rotate between
  *   plain   PMPI_Allgather (the MPI library alone)
  *   hotbuf  MPI_Allgather (through hotbuf: its RDMA Allgather)
  *   plain2  PMPI_Allgather again: plain2/plain is the A/A ratio, the noise
@@ -48,6 +49,10 @@ static int cmp_double(const void *a, const void *b)
 
 /* Fewer calls for larger blocks: about 1 MiB received per rank and round
  * (the emulated guest moves a few MB/s with 8 ranks on 2 CPUs). */
+/* Blocks up to SMALL_BLOCK bytes get SMALL_ROUNDS times the rounds. */
+#define SMALL_BLOCK 4096
+#define SMALL_ROUNDS 3
+
 static int calls_for(long block, int size)
 {
     long n = (1l << 20) / (block * size);
@@ -188,10 +193,10 @@ int main(int argc, char **argv)
                                      PMPI_Allgather};
     double *t[3], *pk[2], *cp[2];
     for (int v = 0; v < 3; v++)
-        t[v] = malloc(rounds * sizeof(double));
+        t[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     for (int v = 0; v < 2; v++) {
-        pk[v] = malloc(rounds * sizeof(double));
-        cp[v] = malloc(rounds * sizeof(double));
+        pk[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
+        cp[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     }
     if (rank == 0)
         printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s\n", "buffer",
@@ -202,9 +207,10 @@ int main(int argc, char **argv)
             if (block < min)
                 continue;
             int calls = calls_for(block, size);
+            int nr = block <= SMALL_BLOCK ? SMALL_ROUNDS * rounds : rounds;
             for (int v = 0; v < 2; v++) /* warm-up */
                 round_cost(variant[v], send, reused, block, fresh, 2, size);
-            for (int r = 0; r < rounds; r++)
+            for (int r = 0; r < nr; r++)
                 for (int k = 0; k < 3; k++) {
                     int v = (r + k) % 3; /* rotate who goes first */
                     struct cost c = round_cost(variant[v], send, reused, block,
@@ -215,10 +221,10 @@ int main(int argc, char **argv)
                         cp[v][r] = c.cpu;
                     }
                 }
-            double p = median(t[0], rounds), h = median(t[1], rounds),
-                   p2 = median(t[2], rounds);
-            double pk0 = median(pk[0], rounds), pk1 = median(pk[1], rounds);
-            double cp0 = median(cp[0], rounds), cp1 = median(cp[1], rounds);
+            double p = median(t[0], nr), h = median(t[1], nr),
+                   p2 = median(t[2], nr);
+            double pk0 = median(pk[0], nr), pk1 = median(pk[1], nr);
+            double cp0 = median(cp[0], nr), cp1 = median(cp[1], nr);
             char pks[2][16] = {"-", "-"};
             for (int v = 0; v < 2; v++)
                 if ((v ? pk1 : pk0) >= 0)
