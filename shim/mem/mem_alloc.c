@@ -104,9 +104,9 @@ static void *pool_alloc(MPI_Aint size, MPI_Info info, enum hb_mem_pass *why)
     if (has_keys(info))
         return NULL;
     void *p = hb_arena_alloc(&mem.arena, (size_t)size);
-    size_t len = chunk_len((size_t)size);
     if (p)
         return p;
+    size_t len = chunk_len((size_t)size);
     *why = HB_MEM_PASS_CAP;
     if (mem.too_big && len >= mem.too_big)
         return NULL;

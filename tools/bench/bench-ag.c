@@ -47,12 +47,12 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Fewer calls for larger blocks: about 1 MiB received per rank and round
- * (the emulated guest moves a few MB/s with 8 ranks on 2 CPUs). */
 /* Blocks up to SMALL_BLOCK bytes get SMALL_ROUNDS times the rounds. */
 #define SMALL_BLOCK 4096
 #define SMALL_ROUNDS 3
 
+/* Fewer calls for larger blocks: about 1 MiB received per rank and round
+ * (the emulated guest moves a few MB/s with 8 ranks on 2 CPUs). */
 static int calls_for(long block, int size)
 {
     long n = (1l << 20) / (block * size);

@@ -10,11 +10,12 @@
 # CPUs are saturated, as they are at 4 and 8 ranks).
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
-# Knobs: BENCH_ROUNDS (9; three times as many up to 4 KiB), BENCH_AG_MIN (4), BENCH_AG_MAX (1048576),
-# BENCH_AG_RANKS ("4 8"), BENCH_AG_MTU (the guest netdev's MTU; unset: the
-# test bed's 1500, a 1024 B RDMA path MTU; 9000 gives rxe0 4096 B, as on
-# InfiniBand and RoCE with jumbo frames).  The whole run takes about 7 minutes on an idle
-# host, far longer when other guests share its CPUs; BENCH_AG_MIN/MAX split it.
+# Knobs: BENCH_ROUNDS (9; three times as many up to 4 KiB), BENCH_AG_MIN
+# (4), BENCH_AG_MAX (1048576), BENCH_AG_RANKS ("4 8"), BENCH_AG_MTU (the
+# guest netdev's MTU; unset: the test bed's 1500, a 1024 B RDMA path MTU;
+# 9000 gives rxe0 4096 B, as on InfiniBand and RoCE with jumbo frames).
+# The whole run takes about 9 minutes on an idle host, far longer when
+# other guests share its CPUs; BENCH_AG_MIN/MAX split it.
 # The guest has 2 CPUs: 4 and 8 ranks are oversubscribed, which weighs on
 # both variants (MPI yields when oversubscribed; so does hotbuf).
 # Timings are emulated (TCG): compare the columns, not absolute values.
