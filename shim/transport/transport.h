@@ -221,9 +221,11 @@ typedef void (*hb_tr_yield_fn)(void *ctx);
 int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op,
                       hb_tr_yield_fn yield, void *ctx);
 
-/* Marks peer failed (QP to ERROR, then destroyed) with reason; the other
- * side learns it with a reject datagram.  For callers that detect a
- * protocol error above the transport. */
+/* Marks peer failed (QP to ERROR; destroyed once the CQ has been polled
+ * dry, so that the peer's writes completed before it are still
+ * delivered) with reason; the other side learns it with a reject
+ * datagram.  For callers that detect a protocol error above the
+ * transport. */
 void hb_transport_fail_peer(struct hb_transport *t, int peer,
                             const char *reason);
 

@@ -14,10 +14,14 @@
  * Failures are per peer: a completion with an error status (remote access
  * error, retry exceeded, flush after the QP went to ERROR), a QP async
  * error event, an ibv_post_send error or a wait time-out fail that peer
- * only: its QP goes to ERROR and is destroyed (the NIC stops touching the
- * caller's buffers), a REJ datagram tells the other side, and every later
- * call for it returns HB_TR_FAILED.  Ops numbered up to the last completion
- * seen stay complete; the others report HB_TR_FAILED.
+ * only: its QP goes to ERROR (the NIC stops touching the caller's
+ * buffers), a REJ datagram tells the other side, and every later call for
+ * it returns HB_TR_FAILED.  Ops numbered up to the last completion seen
+ * stay complete; the others report HB_TR_FAILED.  Receives the peer
+ * completed before the failure are still delivered: the QP is destroyed
+ * only once the CQ has been found empty after it (a provider may drop a
+ * destroyed QP's completions from the CQ), so a caller that polls until
+ * then has every write the peer saw acknowledged.
  */
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -61,11 +65,15 @@ void hb_tr_peer_fail(struct hb_transport *t, struct hb_peer *pe, int notify,
         pe->fail_seq = pe->completed + 1;
     t->peers_failed++;
     t->st.peers_failed++;
-    if (pe->qp) {
+    if (pe->qp) { /* in ERROR the NIC touches the caller's buffers no more */
         struct ibv_qp_attr a = {.qp_state = IBV_QPS_ERR};
-        ibv_modify_qp(pe->qp, &a, IBV_QP_STATE);
-        ibv_destroy_qp(
-            pe->qp); /* no more DMA on the caller's buffers after this */
+        if (ibv_modify_qp(pe->qp, &a, IBV_QP_STATE)) {
+            ibv_destroy_qp(pe->qp); /* the only way to stop it */
+        } else {
+            pe->dying = pe->qp;
+            pe->dying_gen = ++t->fail_gen;
+            t->ndying++;
+        }
         pe->qp = NULL;
     }
     /* cq_need keeps the dead QP's share: its flushed completions may still
@@ -117,12 +125,32 @@ static void rc_send_done(struct hb_transport *t, const struct ibv_wc *wc)
         ibv_wc_status_str(wc->status), (int)wc->status, wc->vendor_err);
 }
 
+/* The QPs of peers that failed before gen: the CQ was found dry since, so
+ * every completion they had made was delivered (successful ones too: a
+ * write placed before the failure is still reported, see
+ * hb_tr_rc_recv_done). */
+static void reap_dying(struct hb_transport *t, uint64_t gen)
+{
+    for (int i = 0; i < t->size && t->ndying > 0; i++) {
+        struct hb_peer *pe = t->peers[i];
+        if (pe && pe->dying && pe->dying_gen <= gen) {
+            ibv_destroy_qp(pe->dying);
+            pe->dying = NULL;
+            t->ndying--;
+        }
+    }
+}
+
 /* One ibv_poll_cq of up to HB_TR_POLL_BATCH completions; their number. */
 int hb_tr_poll(struct hb_transport *t)
 {
     struct ibv_wc wc[HB_TR_POLL_BATCH];
+    uint64_t gen = t->fail_gen; /* failures before this look at the CQ */
     int n = ibv_poll_cq(t->cq, HB_TR_POLL_BATCH, wc);
     t->st.polls++;
+    if (n >= 0 && n < HB_TR_POLL_BATCH && t->ndying > 0)
+        reap_dying(t, gen); /* after the completions below, which are
+                               delivered without the QP */
     if (n <= 0)
         return 0;
     t->st.completions += (uint64_t)n;

@@ -702,6 +702,9 @@ static void close_peers(struct hb_transport *t, char *why, size_t len,
         if (pe->qp)
             teardown_check(ibv_destroy_qp(pe->qp), "ibv_destroy_qp",
                            t->dev_name, why, len, failed);
+        if (pe->dying) /* failed, its completions no longer wanted */
+            teardown_check(ibv_destroy_qp(pe->dying), "ibv_destroy_qp",
+                           t->dev_name, why, len, failed);
         if (pe->ah)
             teardown_check(ibv_destroy_ah(pe->ah), "ibv_destroy_ah",
                            t->dev_name, why, len, failed);

@@ -92,7 +92,12 @@ struct hb_peer {
     int rank;
     enum hb_peer_state state;
     struct ibv_qp *qp;
-    struct ibv_ah *ah; /* to the peer's UD QP */
+    /* FAILED: the QP, in ERROR, until the CQ has been polled dry after the
+     * failure (destroying it at once would let a provider drop the
+     * successful completions still in the CQ: libmlx5 cleans them) */
+    struct ibv_qp *dying;
+    uint64_t dying_gen; /* t->fail_gen when it failed */
+    struct ibv_ah *ah;  /* to the peer's UD QP */
     uint32_t my_psn;
     uint32_t remote_qpn, remote_psn;
     uint32_t
@@ -160,6 +165,8 @@ struct hb_transport {
     uint64_t seed;
     struct hb_transport_stats st;
     size_t peers_connected, peers_failed;
+    uint64_t fail_gen; /* peer failures so far: dying QPs are numbered */
+    int ndying;        /* peers with a dying QP */
 };
 
 /* ---- shared helpers ------------------------------------------------------------------------ */

@@ -47,6 +47,13 @@
  *   NAIVE_RESEND   A resends only records without an RC completion and B
  *                  never acknowledges a duplicate: a matched ring Ssend
  *                  never completes, its SYNC_ACK died with the QP.
+ *   RESEND_NO_FORCE  B takes a RESEND without first forcing the QP to
+ *                  ERROR and draining its CQ, and drops any record not
+ *                  above the highest taken (the merge's rule): a record
+ *                  placed before the failed one, still in the CQ when the
+ *                  RESEND comes, is dropped as a duplicate and lost (the
+ *                  code did this until session 15: p2p_random's fault
+ *                  runs, a wrong match or a hang).
  *   RECOVER_NO_MARKER  after the QP error, MPI sends without the marker
  *                  rule (§5.4/§5.6 read literally): a resent record is
  *                  overtaken and never released.
@@ -226,6 +233,11 @@ byte bA;   /* B's state of the pair (A, c) */
 byte b_m;  /* A's MPI data released since the first marker */
 byte b_rel;  /* every ring record <= b_rel released (ring head = b_rel+1) */
 byte b_seen; /* CQ drained up to here */
+#ifdef RESEND_NO_FORCE
+byte b_hi;   /* highest record taken (CQ or RESEND) */
+#define RK_DROP 7 /* drained and dropped as a duplicate */
+bit b_ackmpi; /* a RESEND came: SYNC_ACKs by MPI */
+#endif
 bit b_dead;  /* B forced the QP to ERROR and drained: "seen" is final */
 bit b_blocked; /* AppB inside the collective */
 /* B freed c: its program is over and every message was matched (a correct
@@ -368,7 +380,11 @@ inline hot_ack(mm) {
     :: m_sync[mm] && m_ring[mm] ->
 #ifdef FAULT
         if
+#ifdef RESEND_NO_FORCE
+        :: b_dead || b_ackmpi -> m_acked[mm] = 1
+#else
         :: b_dead -> m_acked[mm] = 1
+#endif
         :: else -> ack_wire[mm] = 1; n_ackwire++
         fi
 #else
@@ -634,7 +650,11 @@ inline post(rr) {
 inline force() {
     k = 1;
     do
+#ifdef RESEND_NO_FORCE
+    :: k <= a_rseq -> if :: r_st[k] == RK_PLACED -> r_st[k] = RK_SEEN; b_hi = (k > b_hi -> k : b_hi) :: else -> skip fi; k++
+#else
     :: k <= a_rseq -> if :: r_st[k] == RK_PLACED -> r_st[k] = RK_SEEN :: else -> skip fi; k++
+#endif
     :: else -> break
     od;
     b_seen = a_rseq;
@@ -1007,9 +1027,15 @@ end_h:
         :: else -> break
         od;
         pq_n--; pq[pq_n] = 0; pq_res--;
+#ifdef RESEND_NO_FORCE
+        b_ackmpi = 1; /* its SYNC_ACKs by MPI from now, as before */
+        if
+        :: it <= b_hi -> /* duplicate, by the merge's rule */
+#else
         if :: !b_dead -> force() :: else -> skip fi;
         if
         :: r_st[it] == RK_SEEN || r_st[it] == RK_REL -> /* duplicate */
+#endif
 #ifdef RNDV
             /* a rendezvous record's RESEND carries the payload
              * (hb_p2p_sync_rx_dup, hb_p2p_rndv_resent): unmatched, the
@@ -1044,6 +1070,9 @@ end_h:
             fa = 0
 #endif
         :: else -> r_st[it] = RK_SEEN; /* lost on the ring: now seen */
+#ifdef RESEND_NO_FORCE
+            b_hi = it;
+#endif
 #ifdef RNDV
             m_pay[r_msg[it]] = 1; /* by MPI whole: an ordinary record */
 #endif
@@ -1054,10 +1083,24 @@ end_h:
     :: atomic { HOT_ON && qp_fail && !b_dead -> force(); closure() }
 #endif
     /* the CQ, in rseq order */
+#ifdef RESEND_NO_FORCE
+    /* a record not above the highest taken is dropped as a duplicate (the
+     * code's rule, hb_mg_ring), also when that one came by RESEND */
+    :: atomic { HOT_ON && !b_dead && b_seen < a_rseq && r_st[b_seen + 1] == RK_PLACED ->
+        b_seen++;
+        if
+        :: b_seen <= b_hi -> r_st[b_seen] = RK_DROP;
+            printf("B: ring record %d dropped (%d taken)\n", b_seen, b_hi)
+        :: else -> r_st[b_seen] = RK_SEEN; b_hi = b_seen;
+            printf("B: ring record %d seen\n", b_seen)
+        fi;
+        closure() }
+#else
     :: atomic { HOT_ON && !b_dead && b_seen < a_rseq && r_st[b_seen + 1] == RK_PLACED ->
         b_seen++; r_st[b_seen] = RK_SEEN;
         printf("B: ring record %d seen\n", b_seen);
         closure() }
+#endif
     /* local steps enabled by someone else (a grant; the end of the
      * collective without the hook) */
     :: atomic { HOT_ON && (PQ_HEAD_OK || RING_HEAD_OK) -> closure() }

@@ -85,6 +85,7 @@ runs=(
     "reset_stamps|fail|$stamps -DRESET_STAMPS"
     "resend_in_order|fail|$fault -DRESEND_IN_ORDER"
     "naive_resend|fail|$fault -DNAIVE_RESEND"
+    "resend_no_force|fail|$fault -DRESEND_NO_FORCE"
     "recover_no_marker|fail|$fault -DRECOVER_NO_MARKER"
     "migrate_partial|fail|$probe -DMIGRATE_PARTIAL"
     "migrate_forward|fail|$order -DMIGRATE_FORWARD"

@@ -8,6 +8,10 @@
 #        (HOTBUF_TEST_P2P_ASK=1); the report must show ring traffic.
 #  .../fault                     the same with a QP error after K records
 #        (HOTBUF_TEST_P2P_FAULT): records resent by MPI, nothing lost.
+#  .../earlyK                    the same with the QP error at record K,
+#        P2P_RING_EARLY_SEEDS seeds (12), records drained 20 ms after they
+#        came (HOTBUF_TEST_P2P_DRAIN_DELAY_US): a RESEND taken only after
+#        every record placed before it.
 #  .../revoke                    the same with the receiver revoking a pair at
 #        every 2nd record it takes (HOTBUF_TEST_P2P_REVOKE): the pair goes
 #        back to MPI, asks again at its next send; channels are freed once
@@ -68,6 +72,7 @@ export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_m
 export UCX_TLS=self,sm # MPICH ch4:ucx on shared memory; hotbuf on rxe0
 SEEDS=${P2P_RING_SEEDS:-200}
 LARGE_SEEDS=${P2P_RING_LARGE_SEEDS:-40}
+EARLY_SEEDS=${P2P_RING_EARLY_SEEDS:-12}
 work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
 pass() { echo "PASS $1"; }
@@ -84,7 +89,8 @@ random() {
     # the large variants: issue 14's sizes (P2P_RANDOM_LARGE=1), fewer seeds
     local large=0 seeds=$SEEDS
     [[ $variant == large* ]] && large=1 seeds=$LARGE_SEEDS
-    local plain=$work/plain-$mpi-$n-$large.out r=$work/$mpi-$n-$variant
+    [[ $variant == early* ]] && seeds=$EARLY_SEEDS
+    local plain=$work/plain-$mpi-$n-$large-$seeds.out r=$work/$mpi-$n-$variant
     local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe -x P2P_RANDOM_HOT -x P2P_RANDOM_LARGE)
     [ -f "$plain" ] || P2P_RANDOM_LARGE=$large P2P_RANDOM_HOT=1 timeout 900 mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $seeds >"$plain" 2>"$plain.err"
     local hb=()
@@ -248,6 +254,17 @@ random openmpi 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
 random mpich 2 ask ""
 random mpich 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
 random mpich 2 fault "$fault" HOTBUF_TEST_P2P_FAULT=40
+# the QP error at other points, each in its own launch of the first
+# EARLY_SEEDS seeds, with each peer's records drained only 20 ms after they
+# came (in-band messages sent after them are pulled first): at 16 and 19 (MPICH)
+# the RESEND of the failed record came by MPI before the record placed
+# just before it on the same communicator was taken, which was then
+# dropped as a duplicate (a wrong match, or a hang)
+for k in 10 13 16 19 22 25; do
+    for mpi in openmpi mpich; do
+        random $mpi 2 early$k "$fault" HOTBUF_TEST_P2P_FAULT=$k HOTBUF_TEST_P2P_DRAIN_DELAY_US=20000
+    done
+done
 random mpich 2 credits "$credits" HOTBUF_TEST_P2P_BUDGET=28000 HOTBUF_TEST_P2P_HOLD_CREDITS=1
 random mpich 2 revoke "$revoke" HOTBUF_TEST_P2P_REVOKE=2
 random mpich 2 idle "$revoke" HOTBUF_P2P_IDLE=16

@@ -978,6 +978,88 @@ static void phase_qp_error(struct inst *in)
                       : "(2 ranks)");
 }
 
+/* Writes the peer saw acknowledged survive the receiver failing the peer
+ * before it polled them: rank 0 writes N immediates to rank 1, which sits
+ * in MPI meanwhile, then fails rank 0 and only then polls.  Point-to-point
+ * counts on it (a record placed before a RESEND must be taken first), and
+ * a QP destroyed at the failure would lose them where the provider cleans
+ * the CQ of it (libmlx5; rxe keeps them, so here this guards the contract
+ * rather than that provider). */
+static void phase_fail_keeps_completions(struct inst *in)
+{
+    enum { N = 8 };
+    int ok = 1;
+    char detail[200] = "";
+    struct hb_tr_op o;
+    memset(&imms, 0, sizeof(imms));
+    PMPI_Barrier(comm);
+    if (rank == 0) { /* connect, the peer polling */
+        ok = post_retry(in, 1, HB_TR_WRITE_IMM, NULL, 0, in->rem[1].recv,
+                        in->rem[1].rkey, 0xfeed0000u, HB_TR_F_SIGNAL, &o,
+                        20) == HB_TR_OK &&
+             hb_transport_wait(in->t, &o, mpi_yield, &ycomm) == HB_TR_OK;
+        PMPI_Send(&ok, 1, MPI_INT, 1, 35, comm);
+        int ready = 0; /* rank 1 stopped polling */
+        PMPI_Recv(&ready, 1, MPI_INT, 1, 38, comm, MPI_STATUS_IGNORE);
+        ok = ok && ready;
+    } else if (rank == 1) {
+        int go = 0;
+        MPI_Request r;
+        PMPI_Irecv(&go, 1, MPI_INT, 0, 35, comm, &r);
+        for (int done = 0; !done;) {
+            hb_transport_progress(in->t);
+            PMPI_Test(&r, &done, MPI_STATUS_IGNORE);
+        }
+        double ts = now(); /* its completion may come after "go" */
+        while (go && imms.count[0] < 1 && now() - ts < 5)
+            hb_transport_progress(in->t);
+        ok = go && imms.count[0] == 1;
+        if (!ok)
+            snprintf(detail, sizeof(detail),
+                     "connecting failed (go %d, %d immediates)", go,
+                     imms.count[0]);
+        PMPI_Send(&ok, 1, MPI_INT, 0, 38, comm);
+    }
+    if (rank == 0) {
+        for (int i = 0; i < N && ok; i++) {
+            fill(B.src + i * 64, 64, (uint32_t)(0x7000 + i), 0);
+            ok = post_retry(in, 1, HB_TR_WRITE_IMM, B.src + i * 64, 64,
+                            in->rem[1].recv + i * 64, in->rem[1].rkey,
+                            (uint32_t)i, i == N - 1 ? HB_TR_F_SIGNAL : 0, &o,
+                            20) == HB_TR_OK;
+        }
+        ok = ok && hb_transport_wait(in->t, &o, mpi_yield, &ycomm) == HB_TR_OK;
+        PMPI_Send(&ok, 1, MPI_INT, 1, 36, comm);
+    } else if (rank == 1) {
+        int sent = 0; /* not polling the CQ until the writes are acknowledged */
+        PMPI_Recv(&sent, 1, MPI_INT, 0, 36, comm, MPI_STATUS_IGNORE);
+        if (!ok || !sent)
+            goto out;
+        hb_transport_fail_peer(in->t, 0, "failed by the test");
+        double ts = now();
+        while (imms.count[0] < N + 1 && now() - ts < 5)
+            hb_transport_progress(in->t);
+        int bad = 0;
+        for (int i = 0; i < N && i + 1 < imms.count[0]; i++)
+            bad += imms.imm[0][i + 1] != (uint32_t)i ||
+                   mismatches(B.recv + i * 64, 64, (uint32_t)(0x7000 + i), 0);
+        ok = sent && imms.count[0] == N + 1 && !bad;
+        snprintf(detail, sizeof(detail),
+                 "rank 1 failed rank 0, then got %d of %d immediates (%d "
+                 "wrong)",
+                 imms.count[0] - 1, N, bad);
+    }
+out:
+    if (rank == 1)
+        PMPI_Send(detail, sizeof(detail), MPI_CHAR, 0, 37, comm);
+    if (rank == 0)
+        PMPI_Recv(detail, sizeof(detail), MPI_CHAR, 1, 37, comm,
+                  MPI_STATUS_IGNORE);
+    check(ok, "fail_keeps_completions",
+          "%d writes acknowledged to rank 0 before rank 1 polled: %s", N,
+          detail);
+}
+
 /* Rank 1 never runs progress (it sits in PMPI_Barrier): rank 0's request
  * times out after a bounded time, then both sides agree on FAILED. */
 static void phase_silent(struct inst *in, double timeout)
@@ -1273,6 +1355,13 @@ static int mpi_mode(int argc, char **argv)
     close_inst(&Q);
 
     phase_absent(&p);
+
+    struct inst K;
+    if (open_inst(&K, &p, 0, why, sizeof(why)) == 0)
+        phase_fail_keeps_completions(&K);
+    else
+        check(0, "fail_keeps_completions", "sixth instance: %s", why);
+    close_inst(&K);
 
     struct inst L;
     struct hb_transport_params l = p;
