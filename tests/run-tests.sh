@@ -93,9 +93,7 @@ if selected model/p2p_pull; then
         fail model/p2p_pull "the model fails (or spin is missing)" "$work/p2p-model.log"
     fi
 fi
-for v in no_hook count_grant broken_release reset_stamps resend_in_order naive_resend \
-    recover_no_marker migrate_partial migrate_forward grant_marker \
-    free_early free_undrained revoke_no_marker; do
+for v in $(tests/model/run_spin.sh --broken); do
     selected "model/p2p_pull_$v" || continue
     if timeout 300 tests/model/run_spin.sh $v >"$work/p2p-model-$v.log" 2>&1; then
         pass "model/p2p_pull_$v"
