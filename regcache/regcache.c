@@ -59,6 +59,7 @@ struct hb_region {
     struct hb_list link;       /* idle, retired or garbage list, or none */
     struct hb_region *scratch; /* chain used while collecting overlaps */
     void *handle;              /* from ops->reg */
+    uint64_t serial;           /* registrations made before this one */
     unsigned long refcount;
     int valid;
 };
@@ -83,6 +84,7 @@ struct hb_regcache {
     size_t pinned;          /* their bytes */
     size_t peak_pinned;
     size_t referenced; /* regions with refcount > 0 */
+    uint64_t serials;  /* regions made so far (hb_region_serial) */
     struct counters c;
     struct hb_invalq invalq; /* lock-free: written by invalidate */
 };
@@ -146,6 +148,7 @@ static void region_insert(struct hb_regcache *rc, struct hb_region *r,
     r->node.start = start;
     r->node.end = end;
     r->valid = 1;
+    r->serial = rc->serials++;
     r->refcount = 0;
     hb_list_init(&r->link);
     hb_itree_insert(&rc->tree, &r->node);
@@ -578,4 +581,9 @@ size_t hb_region_len(const struct hb_region *region)
 void *hb_region_handle(const struct hb_region *region)
 {
     return region->handle;
+}
+
+uint64_t hb_region_serial(const struct hb_region *region)
+{
+    return region->serial;
 }

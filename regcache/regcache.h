@@ -105,5 +105,9 @@ void hb_regcache_stats(struct hb_regcache *rc, struct hb_regcache_stats *out);
 void *hb_region_addr(const struct hb_region *region);
 size_t hb_region_len(const struct hb_region *region);
 void *hb_region_handle(const struct hb_region *region);
+/* Which registration this is: unique within its cache, never reused.  A
+ * get that returns another serial than the last get of the same address
+ * found the old registration gone (invalidated, evicted or merged). */
+uint64_t hb_region_serial(const struct hb_region *region);
 
 #endif

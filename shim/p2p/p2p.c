@@ -109,10 +109,11 @@ void hb_p2p_update_engaged(void)
  * never makes a call hot.  Not the hot threshold's speculative fraction:
  * a rendezvous registers on both sides, and a fresh buffer's
  * registration is paid again with its invalidation (munmap: the memory
- * monitor's round trip, which R leaves out).  In the guest, fresh 16 KiB
- * buffers registered at every message cost six times plain MPI's
- * latency (tools/bench/run-bench-rndv.sh, README).  A buffer whose copy
- * costs more than its registration passes at its first use. */
+ * monitor's round trip, which R leaves out).  The uses count an address,
+ * not its pages: memory mapped anew at the same address between sends
+ * passes this rule, and is caught by its registrations not lasting
+ * (regcache_churn.h, p2p_send.c: rndv_ok).  A buffer whose copy costs
+ * more than its registration passes at its first use. */
 static void rndv_thresholds(const struct hb_ctx *ctx)
 {
     struct hb_threshold_params thp = {

@@ -485,14 +485,27 @@ static int post(struct p2p_peer *p, int w, const struct hb_tr_sge *sg, int nsge,
     return rc;
 }
 
+/* A hot buffer whose registrations have not lasted (mapped anew between
+ * sends, regcache_churn.h) is copied: at slot sizes the copy costs less
+ * than registering it again. */
+static int zcopy_lasts(const void *buf)
+{
+    if (hb_churn_try(&p2p.churn, buf))
+        return 1;
+    p2p.stats.zcopy_churned++;
+    return 0;
+}
+
 /* The payload's gather entry: the user buffer itself when hot and
  * registered (*reg to put back), else a copy behind the header. */
 static void payload(struct p2p_peer *p, const void *buf, uint32_t bytes,
                     int hot, struct hb_tr_sge *sg, struct hb_region **reg)
 {
     *reg = NULL;
-    if (hot && ch.rdma->cache &&
+    if (hot && ch.rdma->cache && zcopy_lasts(buf) &&
         hb_rdma_register(ch.rdma, buf, bytes, reg) == 0) {
+        hb_churn_note(&p2p.churn, buf, hb_region_serial(*reg),
+                      hb_region_len(*reg));
         sg->addr = (uint64_t)(uintptr_t)buf;
         sg->length = bytes;
         sg->lkey = hb_region_mr(*reg)->lkey;
@@ -539,6 +552,7 @@ static int rndv_desc(struct p2p_peer *p, const void *buf, uint32_t bytes,
         p2p.stats.rndv_noreg++;
         return -1;
     }
+    hb_churn_note(&p2p.churn, buf, hb_region_serial(*reg), hb_region_len(*reg));
     d.rkey = hb_region_mr(*reg)->rkey;
     memcpy(p->stage + CREDIT_WORD + HB_SLOT_HDR, &d, sizeof(d));
     sg->addr = (uint64_t)(uintptr_t)(p->stage + CREDIT_WORD + HB_SLOT_HDR);
@@ -1092,7 +1106,7 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
         struct hb_ring_hdr h;
         memcpy(&h, b + sizeof(ib), sizeof(h));
         p2p.stats.ring_resent_in++;
-        peer(rp->world)->rx_dead = 1; /* its SYNC_ACKs by MPI from now */
+        /* the QP failed: its SYNC_ACKs by MPI from now (rx_dead) */
         settle(rp->world, peer(rp->world), h.rseq);
         if (bytes - sizeof(ib) - sizeof(h) >= h.nbytes)
             take_record(rp->world, &h, b + sizeof(ib) + sizeof(h), 1);

@@ -21,6 +21,7 @@
 #include "util/uthash_keys.h"
 
 #include "core/ctx.h"
+#include "regcache/regcache_churn.h"
 #include "p2p.h"
 #include "p2p_match.h"
 #include "p2p_merge.h"
@@ -215,7 +216,8 @@ struct p2p_state {
     int rndv;                 /* HOTBUF_P2P_RNDV: large sends may go by ring */
     uint64_t rndv_min;        /* ... from this size (HOTBUF_P2P_RNDV_MIN) */
     uint32_t rndv_thr[HB_SIZE_CLASSES]; /* uses that make it worth it */
-    struct hb_list rndv_reads;          /* struct p2p_rndv under way */
+    struct hb_churn churn;     /* buffers whose registrations do not last */
+    struct hb_list rndv_reads; /* struct p2p_rndv under way */
 };
 
 extern struct p2p_state p2p;

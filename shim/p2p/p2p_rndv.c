@@ -48,6 +48,7 @@
 #include "core/track_mpi.h"
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
+#include "track/costmodel.h"
 #include "transport/transport.h"
 #include "p2p_int.h"
 
@@ -104,14 +105,36 @@ void hb_p2p_rndv_stop(void)
         rv_free(hb_container_of(p2p.rndv_reads.next, struct p2p_rndv, link));
 }
 
+/* Whether to read straight into buf rather than through a bounce
+ * buffer: yes unless buf's registrations do not last (memory mapped anew
+ * between receives, regcache_churn.h) and the copy out of a bounce
+ * buffer costs less than registering buf again.  A registration that
+ * does not last costs R and then as much again or more: its
+ * deregistration and the memory monitor's round trip at the unmap, which
+ * the cost model's R leaves out; so the copy is weighed against 2R (at
+ * 16 KiB a copy is a few us on a real CPU, a registration tens). */
+static int rv_direct(const void *buf, uint32_t len)
+{
+    const struct hb_costmodel *cm = p2p.ctx->cost;
+    if (hb_cost_copy_ns(cm, len) >= 2 * hb_cost_reg_ns(cm, len) ||
+        hb_churn_try(&p2p.churn, buf))
+        return 1;
+    p2p.stats.rndv_churned_rx++;
+    return 0;
+}
+
 /* The target registered: r's buffer when its datatype is contiguous
- * (and registrable), else a bounce buffer.  -1: out of memory. */
+ * (and registrable, and worth registering: rv_direct), else a bounce
+ * buffer.  -1: out of memory. */
 static int rv_target(struct p2p_rndv *v, struct p2p_req *r)
 {
     struct hb_rdma *rdma = p2p.ctx->rdma;
     if (r && r->count <= INT_MAX &&
         hb_dt_contiguous_bytes((int)r->count, r->type) >= v->len &&
-        rdma->cache && hb_rdma_register(rdma, r->buf, v->len, &v->reg) == 0) {
+        rdma->cache && rv_direct(r->buf, v->len) &&
+        hb_rdma_register(rdma, r->buf, v->len, &v->reg) == 0) {
+        hb_churn_note(&p2p.churn, r->buf, hb_region_serial(v->reg),
+                      hb_region_len(v->reg));
         v->target = r->buf;
         p2p.stats.pinned_first += r->pin && !r->pin_used;
         r->pin_used = 1;

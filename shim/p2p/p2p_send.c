@@ -216,6 +216,21 @@ static struct sent_call last_call(void)
                               .site = hb_tracker_call_site(e)};
 }
 
+/* A rendezvous for this send: its mode and size allow one, its buffer's
+ * reuse makes the registration worth it, and the buffer's registrations
+ * last (regcache_churn.h: memory unmapped and mapped again between sends
+ * would pay a registration per message, 4-8 times MPI's copy at 16 KiB;
+ * such sends go by MPI, counted). */
+static int rndv_ok(int mode, const void *buf, uint64_t bytes, uint32_t uses)
+{
+    if (!(rndv_mode(mode) && rndv_size(bytes) && rndv_worth(uses, bytes)))
+        return 0;
+    if (hb_churn_try(&p2p.churn, buf))
+        return 1;
+    p2p.stats.rndv_churned++;
+    return 0;
+}
+
 /* The keeper of a send's record when it needs one: a synchronous send,
  * or one too large for a slot (a rendezvous, when this mode and size may
  * have one).  0: none needed or *s made; -1: the send goes by MPI. */
@@ -224,8 +239,7 @@ static int keeper(struct p2p_txpair *tp, int mode, const void *buf,
 {
     int big = !hb_p2p_chan_fits(tp->world, bytes);
     *s = NULL;
-    if (big &&
-        !(rndv_mode(mode) && rndv_size(bytes) && rndv_worth(uses, bytes)))
+    if (big && !rndv_ok(mode, buf, bytes, uses))
         return -1;
     if (!big && !sync_mode(mode))
         return 0;

@@ -52,6 +52,8 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(live_connecting, "live_connecting") /* ... as the QP was connecting */   \
     _(live_no_slot, "live_no_slot") /* ... for want of a slot (credit) */      \
     _(hot_missed, "hot_missed")     /* hot sends, live pair, not zero-copy */  \
+    _(zcopy_churned, "zcopy_churned") /* ... of them: the buffer's          \
+                                   registrations did not last (copied) */  \
     _(ring_received, "ring_received") /* records taken (receiver) */           \
     _(ring_dups, "ring_dups")         /* duplicates dropped (after a fault) */ \
     _(ring_resends, "resends")        /* records resent by MPI (sender) */     \
@@ -62,12 +64,16 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(precv_pinned, "persistent_recv_registered") /* Recv_init buffers */      \
     _(pinned_first, "persistent_first_hits") /* first uses of them that    \
                                     found the init's registration */   \
-    _(rndv_msgs, "rndv_msgs")   /* rendezvous records written (sender) */      \
-    _(rndv_bytes, "rndv_bytes") /* ... their messages' bytes */                \
-    _(rndv_noreg, "rndv_noreg") /* ... not: the buffer not registrable */      \
-    _(rndv_reads, "rndv_reads") /* messages read (receiver) */                 \
+    _(rndv_msgs, "rndv_msgs")       /* rendezvous records written (sender) */  \
+    _(rndv_bytes, "rndv_bytes")     /* ... their messages' bytes */            \
+    _(rndv_noreg, "rndv_noreg")     /* ... not: the buffer not registrable */  \
+    _(rndv_churned, "rndv_churned") /* by MPI: the buffer's registrations   \
+                                       did not last (regcache_churn.h) */  \
+    _(rndv_reads, "rndv_reads")     /* messages read (receiver) */             \
     _(rndv_read_bytes, "rndv_read_bytes")                                      \
-    _(rndv_bounced, "rndv_bounced") /* ... through a bounce buffer */          \
+    _(rndv_bounced, "rndv_bounced")       /* ... through a bounce buffer */    \
+    _(rndv_churned_rx, "rndv_churned_rx") /* ... for the receive buffer's   \
+                                             churn (regcache_churn.h) */  \
     _(rndv_fetched, "rndv_fetched") /* ... for a matched probe's hand-out */   \
     _(rndv_read_failed, "rndv_read_failed") /* reads that failed */            \
     _(rndv_resent_in, "rndv_resent_in")     /* their payload by RESEND */      \

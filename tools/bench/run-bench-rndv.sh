@@ -85,10 +85,12 @@ except (OSError, ValueError, KeyError) as e:
     print("   !!!!!! no report (%s) !!!!!!" % e)
     sys.exit(1)
 print("   report: pairs live %d, ring_msgs %d, rendezvous %d (%d MiB), reads %d (bounced %d, failed %d), "
-      "registrations (cache misses) %d, cache hits %d, invalidated %d, persistent registered %d send + %d recv"
+      "registrations (cache misses) %d, cache hits %d, invalidated %d, persistent registered %d send + %d recv; "
+      "for their churn: %d sends by MPI, %d reads bounced"
       % (g["live"], g["ring_msgs"], g["rndv_msgs"], g["rndv_bytes"] >> 20, g["rndv_reads"],
          g["rndv_bounced"], g["rndv_read_failed"], d["cache_misses"], d["cache_hits"],
-         d["cache_invalidations"], g["persistent_registered"], g["persistent_recv_registered"]))
+         d["cache_invalidations"], g["persistent_registered"], g["persistent_recv_registered"],
+         g["rndv_churned"], g["rndv_churned_rx"]))
 if g["rndv_msgs"] == 0:
     print("   !!!!!! no message went by rendezvous: hotbuf's column is MPI's path !!!!!!")
     sys.exit(1)
