@@ -427,6 +427,14 @@ static void count_call(struct hb_ag *ag, const struct ag_call *a, int algo,
     ag->stats.bytes_rdma += total;
 }
 
+/* The longest single write of a call: recursive doubling's last step
+ * writes half the array, the ring and direct one block at most. */
+static uint64_t longest_write(const struct hb_ag_comm *c, int algo,
+                              uint64_t block)
+{
+    return algo == ALGO_RD ? (uint64_t)(c->size / 2) * block : block;
+}
+
 int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
               int scount, MPI_Datatype stype, void *rbuf, int rcount,
               MPI_Datatype rtype, uint64_t block)
@@ -434,11 +442,15 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
     const struct hb_config *cfg = ag->ctx->cfg;
     uint64_t total = (uint64_t)c->size * block;
     int zcopy = block >= cfg->ag_zcopy || total > c->half;
-    if (total > 0x7fffffff || (zcopy && total > c->zcopy_max)) {
-        ag->stats.calls_pmpi[HB_AGP_TOO_LARGE]++;
-        return -1; /* the same on every rank: total and zcopy_max are shared */
-    }
     int algo = choose_algo(cfg, c, block, zcopy);
+    /* the same on every rank: total, zcopy_max and msg_max are shared.  A
+     * write longer than a device's largest message fails (rxe: 8 MiB),
+     * which in the middle of a collective aborts the job */
+    if (total > 0x7fffffff || (zcopy && total > c->zcopy_max) ||
+        longest_write(c, algo, block) > c->msg_max) {
+        ag->stats.calls_pmpi[HB_AGP_TOO_LARGE]++;
+        return -1;
+    }
     int direct = hb_dt_contiguous_bytes(rcount, rtype) == block;
     struct ag_call a = {.ag = ag,
                         .c = c,

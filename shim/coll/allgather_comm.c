@@ -210,6 +210,7 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
     struct hb_transport_info info;
     hb_transport_get_info(ctx->rdma->tr, &info);
     c->max_inline = info.max_inline;
+    me->msg_max = info.max_msg;
     me->id = c->id;
     me->area = (uint64_t)(uintptr_t)c->area;
     me->rkey = c->rkey;
@@ -224,7 +225,7 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
 /* The same verdict on every rank, from the allgathered entries. */
 static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
 {
-    c->zcopy_max = UINT64_MAX;
+    c->zcopy_max = c->msg_max = UINT64_MAX;
     for (int i = 0; i < c->size; i++) {
         if (c->peers[i].ok == HB_AG_PEER_NO_MEMORY)
             return HB_AGC_MEMORY;
@@ -232,6 +233,8 @@ static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
             return HB_AGC_NO_RDMA;
         if (c->peers[i].zcopy_max < c->zcopy_max)
             c->zcopy_max = c->peers[i].zcopy_max;
+        if (c->peers[i].msg_max < c->msg_max)
+            c->msg_max = c->peers[i].msg_max;
     }
     for (int i = 0; !ag->ctx->cfg->intranode && i < c->size; i++)
         for (int j = i + 1; j < c->size; j++)

@@ -121,9 +121,9 @@ struct hb_ag_peer {
     uint32_t rkey;
     int32_t world; /* transport peer */
     uint32_t node;
-    uint32_t ok; /* enum hb_ag_peer_state */
-    uint32_t id; /* its number for the communicator, in its immediates */
-    uint32_t pad;
+    uint32_t ok;      /* enum hb_ag_peer_state */
+    uint32_t id;      /* its number for the communicator, in its immediates */
+    uint32_t msg_max; /* its device's largest message (one write) */
 };
 
 struct hb_ag_comm {
@@ -139,6 +139,7 @@ struct hb_ag_comm {
     uint32_t lkey, rkey; /* of the area */
     uint64_t seq;        /* calls on this communicator so far */
     uint64_t zcopy_max;  /* the smallest zcopy_max of all ranks */
+    uint64_t msg_max;    /* the smallest msg_max of all ranks */
     uint32_t id;         /* this rank's number for it (HB_AG_IDS: none) */
     /* The last writes of the copy-based calls, one per destination that
      * was sent something not inline, by half: call N's source is half

@@ -31,7 +31,8 @@
     _(HB_AGP_EMPTY, "empty")             /* zero bytes */                      \
     _(HB_AGP_NONBLOCKING, "nonblocking") /* MPI_Iallgather: left to MPI */     \
     _(HB_AGP_THREADS, "threads")     /* MPI_THREAD_MULTIPLE: no state made */  \
-    _(HB_AGP_TOO_LARGE, "too_large") /* over 2 GiB or a rank's zcopy_max */    \
+    _(HB_AGP_TOO_LARGE, "too_large") /* over 2 GiB, a rank's zcopy_max or   \
+                                        a device's largest message */  \
     _(HB_AGP_UNREGISTERED, "unregistered") /* a rank could not register */
 
 enum hb_ag_comm_reason { HB_AG_COMM_REASONS(HB_REPORT_ENUM) HB_AGC_NREASONS };

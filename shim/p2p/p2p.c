@@ -7,6 +7,8 @@
 #include "core/progress.h"
 #include "core/subsys.h"
 #include "core/wrapcheck.h"
+#include "rdma/rdma.h"
+#include "transport/transport.h"
 #include "p2p_int.h"
 
 int hb_p2p_engaged;
@@ -123,6 +125,19 @@ static void rndv_thresholds(const struct hb_ctx *ctx)
     hb_cost_thresholds(ctx->cost, &thp, p2p.rndv_thr);
 }
 
+/* The largest rendezvous: one RDMA read carries it, so not over the
+ * device's largest message (rxe: 8 MiB; a longer read fails, and with it
+ * the pair).  The receiver reads: a peer whose device allows less than
+ * this one's still fails such a read (the message then comes by MPI). */
+static uint64_t rndv_max(const struct hb_ctx *ctx)
+{
+    struct hb_transport_info info;
+    if (!ctx->rdma->tr)
+        return HB_RNDV_MAX;
+    hb_transport_get_info(ctx->rdma->tr, &info);
+    return info.max_msg < HB_RNDV_MAX ? info.max_msg : HB_RNDV_MAX;
+}
+
 /* Part 2: the handshake's communicators on every rank alike (collective),
  * the channels where this rank's RDMA is up. */
 static void start_ring(const struct hb_ctx *ctx)
@@ -138,6 +153,7 @@ static void start_ring(const struct hb_ctx *ctx)
     p2p.ask_always = ask && !strcmp(ask, "1");
     p2p.rndv = ctx->cfg->p2p_rndv;
     p2p.rndv_min = ctx->cfg->p2p_rndv_min;
+    p2p.rndv_max = rndv_max(ctx);
     rndv_thresholds(ctx);
     hb_p2p_revoke_start(ctx);
     p2p.ring = p2p.pull_ok && hb_p2p_chan_start(ctx) == 0;

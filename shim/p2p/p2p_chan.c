@@ -615,7 +615,7 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
     if (!p->tx_up)
         return -1;
     int rndv = bytes > p->tl.cap[p->tl.nbuckets - 1];
-    if (rndv && (!sync || !sync->rndv || bytes > HB_RNDV_MAX))
+    if (rndv && (!sync || !sync->rndv || bytes > p2p.rndv_max))
         return -1;
     if (hb_transport_connect(ch.tr, tp->world) != HB_TR_OK) {
         p2p.stats.live_connecting++;

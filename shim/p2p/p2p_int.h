@@ -215,6 +215,8 @@ struct p2p_state {
     struct hb_list sync_rx;   /* DATA_SYNC records taken, not yet matched */
     int rndv;                 /* HOTBUF_P2P_RNDV: large sends may go by ring */
     uint64_t rndv_min;        /* ... from this size (HOTBUF_P2P_RNDV_MIN) */
+    uint64_t rndv_max; /* ... up to this (HB_RNDV_MAX, the device's largest
+                          message: one read) */
     uint32_t rndv_thr[HB_SIZE_CLASSES]; /* uses that make it worth it */
     struct hb_churn churn;     /* buffers whose registrations do not last */
     struct hb_list rndv_reads; /* struct p2p_rndv under way */

@@ -120,7 +120,7 @@ static int rndv_mode(int mode)
 static int rndv_size(uint64_t bytes)
 {
     return p2p.rndv && bytes > p2p.ctx->cfg->eager_limit &&
-           bytes >= p2p.rndv_min && bytes <= HB_RNDV_MAX;
+           bytes >= p2p.rndv_min && bytes <= p2p.rndv_max;
 }
 
 /* A buffer of rendezvous size used this often is worth registering

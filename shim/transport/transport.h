@@ -243,6 +243,7 @@ struct hb_transport_info {
     uint16_t lid;
     int active_mtu;      /* bytes */
     uint32_t max_inline; /* what the RC QPs got */
+    uint32_t max_msg;    /* the port's largest message (max_msg_sz) */
     uint32_t sq_depth, rq_depth, signal_every, max_sge;
     uint32_t recv_bytes; /* each posted receive's buffer (0: no SEND) */
     uint32_t max_rd_atomic;

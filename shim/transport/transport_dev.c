@@ -777,6 +777,7 @@ void hb_transport_get_info(const struct hb_transport *t,
     in->lid = t->port_attr.lid;
     in->active_mtu = mtu_bytes(t->port_attr.active_mtu);
     in->max_inline = t->max_inline;
+    in->max_msg = t->port_attr.max_msg_sz;
     in->sq_depth = t->sq_depth;
     in->rq_depth = t->rq_depth;
     in->recv_bytes = t->p.recv_bytes;

@@ -18,15 +18,19 @@
  *           receiver reads most of them through a bounce buffer of its
  *           own (a copy, where each read registered F anew);
  *   5 small 4 KiB (a slot's size: hot, so zero-copy) from new pages at F
- *           each time: copied into the slot, not registered each time.
+ *           each time: copied into the slot, not registered each time;
+ *   6 large (its own run, argument "large", after phase 0) 9 MiB from
+ *           one buffer into one buffer: longer than rxe's largest message
+ *           (8 MiB), which one RDMA read cannot carry; such a read failed,
+ *           and with it the pair: by MPI now, the pair kept.
  * Receives go to new pages each time in phases 2 and 4, to one buffer in
  * the others.  Rank 1 checks every byte and prints, per phase, a digest and
  * the errors: the output must equal plain MPI's (a registration that
  * outlived its pages would send old data).  The test runner checks in
  * hotbuf's report how many sends went by rendezvous and how many went to
  * MPI for their churn.
- *   p2p_fresh [N (64)]   (2 ranks or more; the others only take part in
- *                        the barriers) */
+ *   p2p_fresh [N (64)] [large]   (2 ranks or more; the others only take
+ *                                part in the barriers) */
 #define _GNU_SOURCE
 #include <mpi.h>
 #include <stdio.h>
@@ -39,6 +43,7 @@
 #define BYTES (32 * 1024)
 #define WARM_BYTES 1024
 #define SMALL_BYTES 4096
+#define LARGE_BYTES (9u << 20)
 #define KEPT 32
 
 static char pattern(int phase, int i, size_t j)
@@ -113,6 +118,14 @@ int main(int argc, char **argv)
         if (rank == 0)
             fprintf(stderr, "p2p_fresh: 2 ranks or more, N >= 1\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
+    }
+    if (argc > 2 && !strcmp(argv[2], "large")) {
+        char *big = pages(NULL, LARGE_BYTES);
+        phase(rank, 0, 40, big, big, WARM_BYTES, 0);
+        phase(rank, 6, 3, big, big, LARGE_BYTES, 0);
+        munmap(big, LARGE_BYTES);
+        MPI_Finalize();
+        return 0;
     }
     char *kept = pages(NULL, BYTES), *fresh = pages(NULL, BYTES);
     phase(rank, 0, 40, kept, kept, WARM_BYTES, 0);

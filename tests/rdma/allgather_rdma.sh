@@ -142,6 +142,24 @@ else
     fail allgather/mixed_thresholds_note "no note that the thresholds differ" "$work/openmpi_np2_mixed.err"
 fi
 run openmpi_np2_intranode_off intranode 2 mpiexec.openmpi -n 2
+# large: blocks over rxe0's largest message (8 MiB) go to MPI (a write
+# that long fails, and the job was aborted), 4 MiB ones stay on RDMA
+large() {
+    local name=$1 prog=build/$2/tests/ag_large; shift 2
+    [[ $name =~ ${AG_ONLY:-.} ]] || return 0
+    HOTBUF_INTRANODE=1 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/$name timeout 600 \
+        tools/hotbuf-run ${AG_LIB:+--lib=$AG_LIB} -- "$@" $prog >"$work/$name.out" 2>"$work/$name.err"
+    local rc=$? want='r["allgather"]["calls_rdma"] == 4 and r["allgather"]["calls_pmpi"]["too_large"] == 4'
+    if [ $rc = 0 ] && grep -q "^ag_large: 2 ranks, 4 checks, 0 mismatches" "$work/$name.out" &&
+       [ "$(python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($want)" "$work/$name.json")" = True ]; then
+        pass "allgather/$name"
+    else
+        cat "$work/$name.out" >>"$work/$name.err"
+        fail "allgather/$name" "results must equal PMPI_Allgather's, 4 MiB blocks by RDMA and 12 MiB ones by MPI ($want; exit $rc)" "$work/$name.err"
+    fi
+}
+large openmpi_np2_large openmpi mpiexec.openmpi -n 2
+large mpich_np2_large mpich mpiexec.mpich -n 2
 ARGS=
 flavour=mpich
 run mpich_np2 on 2 mpiexec.mpich -n 2

@@ -56,7 +56,9 @@
 #        buffer still goes by rendezvous, also after it was mapped anew
 #        once; rendezvous into new pages each time are read through a
 #        bounce buffer, and hot 4 KiB sends from new pages each time are
-#        copied, not a registration each: output as plain MPI's.
+#        copied, not a registration each: output as plain MPI's.  .../large:
+#        9 MiB sends (over rxe0's largest message) go by MPI and the pair
+#        stays live (a read that long failed and took the pair down).
 #  p2p_ring/policy/FLAVOUR/np2/coldN  tests/mpi/p2p_cold_mix: a hot buffer
 #        alone on its communicator is granted; among 20 cold messages a
 #        round the receiver refuses (not_worth): output as plain MPI's.
@@ -236,21 +238,27 @@ policy() {
 # buffer into new pages at the receiver, read mostly through a bounce
 # buffer; then 64 hot 4 KiB sends from new pages, mostly copied into the
 # slot.  Before, every fresh send registered anew: 191 rendezvous.
+# fresh MPI large: 9 MiB messages from a kept buffer, over rxe0's largest
+# message (8 MiB): by MPI, the pair staying live; one RDMA read could not
+# carry them, and the failed read took the pair down (dead 1).
 fresh() {
-    local mpi=$1 name=p2p_ring/fresh/$1/np2
+    local mpi=$1 mode=${2:-} name=p2p_ring/fresh/$1/np2${2:+/$2}
     only "$name" || return 0
-    local prog=build/$mpi/tests/p2p_fresh r=$work/fresh-$mpi
+    local prog=build/$mpi/tests/p2p_fresh r=$work/fresh-$mpi$mode
     local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     local want='r["p2p"]["ring"]["rndv_churned"] >= 56 and r["p2p"]["ring"]["rndv_churned_rx"] >= 56 and r["p2p"]["ring"]["zcopy_churned"] >= 56 and 100 <= r["p2p"]["ring"]["rndv_msgs"] <= 130'
+    local lines=6
+    [ -n "$mode" ] && lines=2 \
+        want='r["p2p"]["ring"]["dead"] == 0 and r["p2p"]["ring"]["rndv_read_failed"] == 0 and r["p2p"]["ring"]["live"] > 0'
     # the costs the decisions weigh, set: measured in the emulated guest, a
     # 32 KiB copy can cost as much as a registration (TCG's memcpy)
     local cost=(HOTBUF_COPY_NS_PER_KB=100 HOTBUF_REG_BASE_US=20 HOTBUF_REG_PAGE_US=0.2)
-    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 64 >"$r.plain" 2>"$r.plain.err"
+    timeout 300 mpiexec.$mpi "${opt[@]}" -n 2 $prog 64 $mode >"$r.plain" 2>"$r.plain.err"
     env "${cost[@]}" HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=2 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 300 tools/hotbuf-run -- \
-        mpiexec.$mpi "${opt[@]}" -n 2 $prog 64 >"$r.out" 2>"$r.err"
+        mpiexec.$mpi "${opt[@]}" -n 2 $prog 64 $mode >"$r.out" 2>"$r.err"
     local rc=$?
-    if [ $rc != 0 ] || [ "$(grep -c ', errors 0$' "$r.plain")" != 6 ] || ! cmp -s "$r.plain" "$r.out"; then
+    if [ $rc != 0 ] || [ "$(grep -c ', errors 0$' "$r.plain")" != $lines ] || ! cmp -s "$r.plain" "$r.out"; then
         cat "$r.out" >>"$r.err"
         fail "$name" "output differs from plain MPI (exit $rc)" "$r.err"
     elif [ "$(json "$r.json" "$want")" != True ]; then
@@ -269,6 +277,8 @@ issend_freed openmpi
 issend_freed mpich 400
 fresh openmpi
 fresh mpich
+fresh openmpi large
+fresh mpich large
 issend_freed openmpi 40 rndv
 issend_freed mpich 400 rndv
 # the grant policy: the hot buffer alone is granted; among 20 cold
