@@ -98,17 +98,18 @@ static void free_items(struct hb_list *q)
  * Freed in MPI meanwhile, c's context id goes to the next communicator
  * made, and MPICH hands that RESEND to whichever receive or probe there
  * matches it (tests/mpi/p2p_close.c; Open MPI's ob1 holds it back, its
- * sequence number being c's, but leaks it).  So a sender
- * that B granted on c sends B a CLOSE on c when the
- * application frees c: its last message there, after every RESEND (a free
- * waits for its records' completions, and MPI keeps one sender's order).
+ * sequence number being c's, but leaks it).  So a sender that B granted
+ * on c sends B a CLOSE on c when the application frees c: its last
+ * message there, after every RESEND (a free waits for its records'
+ * completions, and MPI keeps one sender's order).
  * B frees c in MPI only once the CLOSE of every sender it granted has
  * been claimed, and the duplicates before it with it (the model:
  * tests/model/p2p_pull.pml, freed_fault; NO_CLOSE is the old free).
  * Granted, not "wrote a record": then every CLOSE sent finds its
  * receiver still holding c (a sender that saw the GRANT sends one), and a
  * GRANT that reaches a sender after its free leaves c held until
- * MPI_Finalize, which drains the CLOSEs by counts (hb_p2p_comm_drain).
+ * MPI_Finalize, which drains the CLOSEs by counts
+ * (hb_p2p_comm_drain_closes).
  * A rank is sender and receiver on c alike, so it sends its CLOSEs at the
  * application's free, not at the real one, which may wait for the
  * peer's: waiting first, two ranks would each hold c for the other. */
@@ -148,8 +149,8 @@ static void send_close(struct p2p_comm *c, int dest)
 }
 
 /* The sender's half of a free, once no rendezvous send on c may still be
- * resent (sends_held): a CLOSE to each receiver of our ring records on c,
- * and kept Ssend records lose their pair (their receiver sends a lost
+ * resent (sends_held): a CLOSE to each receiver that granted us on c, and
+ * kept Ssend records lose their pair (their receiver sends a lost
  * SYNC_ACK again by MPI instead, p2p_sync.c), so nothing of ours follows
  * the CLOSE.  0 while it must wait. */
 static int close_tx(struct p2p_comm *c)
