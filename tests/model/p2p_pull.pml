@@ -69,7 +69,9 @@
  *                  older ones; the migrated ones can be older).
  *   GRANT_MARKER   MARKER{0} at the grant, as hotbuf first did: when
  *                  nothing follows it, B frees c without claiming it and
- *                  it stays in MPI.
+ *                  it stays in MPI.  Run with NO_CLOSE: the CLOSE that A
+ *                  sends once granted follows that marker too, so B
+ *                  claims it before its real free.
  *   NO_CLOSE       B frees c in MPI at the application's free, without
  *                  waiting for A's CLOSE: a duplicate RESEND (a record B
  *                  took from the CQ, resent because A's completion failed)

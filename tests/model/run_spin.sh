@@ -74,7 +74,7 @@ runs=(
     "rndv_cycles|pass|$rndv_cycles -DNP"
     "no_hook|fail|$order -DNO_HOOK"
     "count_grant|fail|$order -DCOUNT_GRANT"
-    "grant_marker|fail|$freed -DGRANT_MARKER"
+    "grant_marker|fail|$freed -DGRANT_MARKER -DNO_CLOSE"
     "broken_release|fail|$order -DBROKEN_RELEASE"
     "reset_stamps|fail|$stamps -DRESET_STAMPS"
     "resend_in_order|fail|$fault -DRESEND_IN_ORDER"
