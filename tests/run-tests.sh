@@ -87,7 +87,7 @@ fi
 # P2P-DESIGN.md §5.14): the design must pass, and each broken variant must
 # fail with its counter-example (one test each, same script).
 if selected model/p2p_pull; then
-    if timeout 600 tests/model/run_spin.sh correct >"$work/p2p-model.log" 2>&1; then
+    if timeout 900 tests/model/run_spin.sh correct >"$work/p2p-model.log" 2>&1; then
         pass model/p2p_pull
     else
         fail model/p2p_pull "the model fails (or spin is missing)" "$work/p2p-model.log"

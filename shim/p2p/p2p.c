@@ -192,6 +192,7 @@ static void stop(const struct hb_ctx *ctx)
     if (p2p.tstar) { /* the handshake ran: every rank is here */
         hb_p2p_chan_quiesce();
         PMPI_Barrier(ctx->comm); /* then no peer writes into a channel */
+        hb_p2p_comm_drain_closes();
     }
     hb_p2p_chan_stop();
     hb_p2p_rndv_stop();

@@ -137,6 +137,11 @@ static struct {
      * progress runs the transport inside the pull */
     double drain_delay;
     double credit_wait_us; /* CREDIT_WAIT_US, or the test switch's */
+    /* test: the first record of tag late_fault_tag (-1: none) is placed,
+     * then, a late_fault_us later (as the retries of a lost
+     * acknowledgement would take), its completion fails with the QP: it
+     * goes again as a RESEND the receiver took already */
+    int late_fault_tag;
 } ch;
 
 static struct p2p_peer *peer(int w)
@@ -200,6 +205,8 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     ch.credit_wait_us = wait ? strtod(wait, NULL) : CREDIT_WAIT_US;
     const char *ack_fault = getenv("HOTBUF_TEST_P2P_ACK_FAULT");
     ch.ack_fault_at = ack_fault ? strtoull(ack_fault, NULL, 10) : 0;
+    const char *late = getenv("HOTBUF_TEST_P2P_LATE_FAULT");
+    ch.late_fault_tag = late ? atoi(late) : -1;
     const char *delay = getenv("HOTBUF_TEST_P2P_DRAIN_DELAY_US");
     ch.drain_delay = delay ? strtod(delay, NULL) * 1e-6 : 0;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
@@ -646,6 +653,13 @@ int hb_p2p_chan_send(struct p2p_txpair *tp, const void *buf, uint32_t bytes,
         &op);
     if (rc == HB_TR_OK)
         rc = hb_transport_wait(ch.tr, &op, hb_progress_yield, NULL);
+    if (rc == HB_TR_OK && tag == ch.late_fault_tag) {
+        ch.late_fault_tag = -1;
+        struct timespec late = {0, 300000000}; /* the receiver took it */
+        nanosleep(&late, NULL);
+        hb_transport_debug_qp_error(ch.tr, tp->world);
+        rc = HB_TR_FAILED;
+    }
     int zc = reg != NULL;
     if (rndv) { /* the receiver reads buf: registered until the SYNC_ACK,
                    and the message can be resent on its communicator */
@@ -1110,6 +1124,12 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
         settle(rp->world, peer(rp->world), h.rseq);
         if (bytes - sizeof(ib) - sizeof(h) >= h.nbytes)
             take_record(rp->world, &h, b + sizeof(ib) + sizeof(h), 1);
+    } else if (ib.nonce == p2p.nonce && ib.kind == HB_INBAND_CLOSE &&
+               bytes == (int)sizeof(ib)) {
+        rp->closed = 1; /* A sends nothing more on c */
+        p2p.stats.closes_in++;
+        if (p2p.closes_from)
+            p2p.closes_from[rp->world]++;
     } else {
         foreign(c, rp, b, bytes, st);
     }

@@ -1,11 +1,14 @@
 /* The communicator map: which communicators hotbuf matches on (pull),
  * entry into pull with the migration of MPI's pending receives, claiming
  * MPI's messages, and the end of a communicator (P2P-DESIGN.md §5.7). */
+#include <sched.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/comm.h"
 #include "core/progress.h"
+#include "util/clock.h"
 #include "p2p_int.h"
 
 static uint64_t comm_key(MPI_Comm c)
@@ -88,11 +91,100 @@ static void free_items(struct hb_list *q)
     }
 }
 
+/* ---- closing: no duplicate left in MPI after a free ----------------------
+ * A record the receiver took from its CQ may still come again by MPI, as
+ * a RESEND on c, when the sender's completion of it failed (an
+ * acknowledgement lost until the retries ran out: seconds on a real NIC).
+ * Freed in MPI meanwhile, c's context id goes to the next communicator
+ * made, and MPICH hands that RESEND to whichever receive or probe there
+ * matches it (tests/mpi/p2p_close.c; Open MPI's ob1 holds it back, its
+ * sequence number being c's, but leaks it).  So a sender that B granted
+ * on c sends B a CLOSE on c when the application frees c: its last
+ * message there, after every RESEND (a free waits for its records'
+ * completions, and MPI keeps one sender's order).
+ * B frees c in MPI only once the CLOSE of every sender it granted has
+ * been claimed, and the duplicates before it with it (the model:
+ * tests/model/p2p_pull.pml, freed_fault; NO_CLOSE is the old free).
+ * Granted, not "wrote a record": then every CLOSE sent finds its
+ * receiver still holding c (a sender that saw the GRANT sends one), and a
+ * GRANT that reaches a sender after its free leaves c held until
+ * MPI_Finalize, which drains the CLOSEs by counts
+ * (hb_p2p_comm_drain_closes).
+ * A rank is sender and receiver on c alike, so it sends its CLOSEs at the
+ * application's free, not at the real one, which may wait for the
+ * peer's: waiting first, two ranks would each hold c for the other. */
+
+/* CLOSE sends that completed, forgotten; all of them, with wait. */
+static void reap_closes(int wait)
+{
+    int n = 0;
+    for (int i = 0; i < p2p.ncloses; i++) {
+        int done = 1;
+        if (wait)
+            PMPI_Wait(&p2p.closes[i], MPI_STATUS_IGNORE);
+        else
+            PMPI_Test(&p2p.closes[i], &done, MPI_STATUS_IGNORE);
+        if (!done)
+            p2p.closes[n++] = p2p.closes[i];
+    }
+    p2p.ncloses = n;
+}
+
+static void send_close(struct p2p_comm *c, int dest)
+{
+    reap_closes(0);
+    if (p2p.ncloses == p2p.capcloses) {
+        int cap = p2p.capcloses ? 2 * p2p.capcloses : 8;
+        MPI_Request *v = realloc(p2p.closes, (size_t)cap * sizeof(*v));
+        if (!v)
+            abort(); /* a duplicate would go to the application */
+        p2p.closes = v;
+        p2p.capcloses = cap;
+    }
+    PMPI_Isend(&p2p.close_msg, sizeof(p2p.close_msg), MPI_BYTE, dest, p2p.tstar,
+               c->comm, &p2p.closes[p2p.ncloses++]);
+    p2p.stats.closes_out++;
+    if (p2p.closes_to)
+        p2p.closes_to[c->tx[dest]->world]++;
+}
+
+/* The sender's half of a free, once no rendezvous send on c may still be
+ * resent (sends_held): a CLOSE to each receiver that granted us on c, and
+ * kept Ssend records lose their pair (their receiver sends a lost
+ * SYNC_ACK again by MPI instead, p2p_sync.c), so nothing of ours follows
+ * the CLOSE.  0 while it must wait. */
+static int close_tx(struct p2p_comm *c)
+{
+    if (c->tx_closed || c->sends_held)
+        return c->tx_closed;
+    c->tx_closed = 1;
+    for (int i = 0; c->tx && i < c->size; i++)
+        if (c->tx[i]) {
+            if (c->tx[i]->close_due)
+                send_close(c, i);
+            hb_p2p_sync_pair_gone(c->tx[i]);
+        }
+    return 1;
+}
+
+/* Senders granted on c whose CLOSE has not come. */
+static int awaited_closes(const struct p2p_comm *c)
+{
+    int n = 0;
+    for (int i = 0; c->rx && i < c->size; i++)
+        n += c->rx[i] && c->rx[i]->granted && !c->rx[i]->closed;
+    return n;
+}
+
 /* Part 2's state on c: its pairs both ways, its cid.  A live pair is
  * revoked first: its sender's channel is freed only once every pair on
- * it was revoked and answered (p2p_revoke.c). */
-static void drop_pairs(struct p2p_comm *c)
+ * it was revoked and answered (p2p_revoke.c).  closing: the application
+ * frees c (not MPI_Finalize, nor a handle MPI reused unseen), with no
+ * rendezvous send held: our CLOSEs go now if they did not yet. */
+static void drop_pairs(struct p2p_comm *c, int closing)
 {
+    if (closing)
+        close_tx(c);
     for (int i = 0; c->rx && i < c->size; i++)
         if (c->rx[i]) {
             hb_p2p_revoke(c, i);
@@ -116,9 +208,9 @@ static void drop_pairs(struct p2p_comm *c)
 
 /* Drops everything hotbuf holds for c (its messages were claimed from a
  * communicator that is going away: MPI would drop them too). */
-static void drop(struct p2p_comm *c)
+static void drop(struct p2p_comm *c, int closing)
 {
-    drop_pairs(c);
+    drop_pairs(c, closing);
     hb_p2p_psend_drop_comm(c->comm);
     if (c->state == COMM_PULLED) {
         struct hb_pm_msg *pm;
@@ -375,9 +467,10 @@ void hb_p2p_flush_frees(void)
         return;
     HASH_ITER(hh, p2p.comms, c, tmp)
     {
-        if (c->free_deferred && !c->pending) {
+        if (c->free_deferred && close_tx(c) && !c->pending &&
+            !awaited_closes(c)) {
             MPI_Comm comm = c->comm;
-            drop(c);
+            drop(c, 1);
             PMPI_Comm_free(&comm);
         }
     }
@@ -393,24 +486,28 @@ void hb_p2p_comm_created(MPI_Comm comm)
         return;
     }
     if ((c = find(comm)) && !c->free_deferred)
-        drop(c); /* a handle MPI reused after a free we did not see */
+        drop(c, 0); /* a handle MPI reused after a free we did not see */
     add(comm);
 }
 
 int hb_p2p_comm_free(MPI_Comm *comm)
 {
     HB_P2P_ROUTE(comm_free);
+    hb_p2p_flush_frees(); /* earlier frees whose CLOSEs came */
     struct p2p_comm *c = comm ? find(*comm) : NULL;
     if (c && c->free_deferred)
         c = NULL; /* cannot happen: the application's handle is NULL */
-    if (c && c->pending) {
+    if (c)
+        close_tx(c);
+    if (c && (c->pending || awaited_closes(c))) {
         c->free_deferred = 1;
-        p2p.stats.frees_deferred++;
+        p2p.stats.frees_deferred += c->pending > 0;
+        p2p.stats.frees_closing += awaited_closes(c) > 0;
         *comm = MPI_COMM_NULL;
         return MPI_SUCCESS;
     }
     if (c)
-        drop(c);
+        drop(c, 1);
     return PMPI_Comm_free(comm);
 }
 
@@ -418,18 +515,64 @@ int hb_p2p_comm_disconnect(MPI_Comm *comm)
 {
     HB_P2P_ROUTE(comm_disconnect);
     struct p2p_comm *c = comm ? find(*comm) : NULL;
-    while (c && c->pending) /* disconnect waits for pending traffic */
+    /* disconnect waits for pending traffic, the peers' CLOSEs too (ours
+     * sent first) */
+    while (c && !close_tx(c))
+        hb_progress_yield(NULL);
+    while (c && (c->pending || awaited_closes(c)))
         hb_progress_yield(NULL);
     if (c)
-        drop(c);
+        drop(c, 1);
     return PMPI_Comm_disconnect(comm);
+}
+
+/* At MPI_Finalize no CLOSE is sent (no communicator is made after it),
+ * and those sent are claimed: left in MPI, UCX prints "unexpected
+ * tag-receive descriptor ... was not matched".  Every rank tells every
+ * other how many it sent; each is on a communicator its receiver still
+ * holds (it granted the sender there), so claiming finds it.  Bounded all
+ * the same: hotbuf does not hang a job in MPI_Finalize. */
+#define HB_CLOSE_DRAIN_S 10.0
+void hb_p2p_comm_drain_closes(void)
+{
+    int size = 0, ok, all = 0, w = 0;
+    PMPI_Comm_size(p2p.ctrl, &size);
+    uint32_t *owed = malloc((size_t)size * sizeof(*owed));
+    ok = owed && p2p.closes_to && p2p.closes_from;
+    PMPI_Allreduce(&ok, &all, 1, MPI_INT, MPI_LAND, p2p.ctrl);
+    if (all)
+        PMPI_Alltoall(p2p.closes_to, 1, MPI_UINT32_T, owed, 1, MPI_UINT32_T,
+                      p2p.ctrl);
+    double until = hb_clock_s() + HB_CLOSE_DRAIN_S;
+    while (all && w < size) {
+        if (p2p.closes_from[w] >= owed[w]) {
+            w++;
+        } else if (hb_clock_s() > until) {
+            fprintf(stderr,
+                    "hotbuf: rank %d: MPI_Finalize: %u CLOSE message(s) of "
+                    "rank %d not found; left in MPI\n",
+                    p2p.ctx->rank, owed[w] - p2p.closes_from[w], w);
+            break;
+        } else {
+            hb_p2p_poll(); /* claims on every pulled communicator */
+            sched_yield();
+        }
+    }
+    free(owed);
 }
 
 void hb_p2p_comm_free_all(void)
 {
     struct p2p_comm *c, *tmp;
     HASH_ITER(hh, p2p.comms, c, tmp)
-    drop(c);
+    drop(c, 0);
+    reap_closes(1);
+    free(p2p.closes);
+    free(p2p.closes_to);
+    free(p2p.closes_from);
+    p2p.closes = NULL;
+    p2p.closes_to = p2p.closes_from = NULL;
+    p2p.ncloses = p2p.capcloses = 0;
 }
 
 /* With the ring on, T* = MPI's own MPI_TAG_UB carries the markers: the

@@ -75,7 +75,12 @@ int hb_p2p_grant_start(const struct hb_ctx *ctx)
     PMPI_Comm_size(p2p.ctrl, &g.size);
     g.sent = calloc((size_t)g.size, sizeof(*g.sent));
     g.recvd = calloc((size_t)g.size, sizeof(*g.recvd));
+    p2p.closes_to = calloc((size_t)g.size, sizeof(*p2p.closes_to));
+    p2p.closes_from = calloc((size_t)g.size, sizeof(*p2p.closes_from));
     p2p.nonce = make_nonce(ctx);
+    /* every CLOSE sends this one (p2p_comm.c): set once, never written
+     * while a send of it is under way */
+    p2p.close_msg = (struct hb_inband){p2p.nonce, HB_INBAND_CLOSE, 0};
     PMPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &ub, &flag);
     p2p.tstar = flag && ub ? *ub : 32767;
     g.on = 1;
@@ -226,7 +231,8 @@ static void granted(const struct hb_ctrl *m)
 {
     struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
     if (!tp || tp->state != TX_ASKED)
-        return; /* its communicator is gone */
+        return;        /* its communicator is gone */
+    tp->close_due = 1; /* B awaits our CLOSE, whatever comes of it here */
     if (hb_p2p_name_verify(tp->c->comm, &m->claim) != HB_P2P_NAMED ||
         hb_p2p_chan_tx(tp->world, m)) {
         tp->state = TX_REFUSED;
@@ -370,6 +376,7 @@ static void asked(const struct hb_ctrl *m, int world)
     } else {
         struct p2p_rxpair *rp = c->rx[m->claim.rank];
         rp->live = 1;
+        rp->granted = 1;
         rp->revoke_due = 0;
         rp->token = m->token;
         hb_p2p_chan_rx_granted(world);

@@ -27,6 +27,7 @@
 #include "p2p_merge.h"
 #include "p2p_pair.h"
 #include "p2p_slots.h"
+#include "p2p_wire.h"
 #include "p2p_stats.h"
 #include "p2p_wire.h"
 
@@ -47,6 +48,9 @@ struct p2p_comm {
     int pending;          /* hotbuf receives posted or matched, not done,
                              and rendezvous sends not acknowledged */
     int free_deferred;    /* the application freed it: free at pending 0 */
+    int sends_held;       /* of pending: rendezvous sends, resent on c if
+                             their peer fails (p2p_sync.c) */
+    int tx_closed;        /* our CLOSEs on c are sent (p2p_comm.c) */
     /* part 2 (p2p_chan.c): members' world ranks, pairs by rank in c */
     int size, rank;
     int *world;             /* NULL until a pair needs it */
@@ -64,6 +68,8 @@ struct p2p_rxpair {
     int live;        /* granted, not revoked since */
     int revoke_due;  /* test switch: revoke at the next wrapper entry */
     uint32_t token;  /* A's id of the pair (its REQ), named in REVOKE */
+    int granted;     /* ever granted: A's CLOSE is due at the free */
+    int closed;      /* A's CLOSE came: nothing more of A's on c */
 };
 
 /* Sender A, one receiver B on c. */
@@ -77,6 +83,7 @@ struct p2p_txpair {
     uint32_t token;    /* index in p2p.txs (the handshake's id) */
     uint64_t retry_at; /* sends on c to B before asking again */
     uint64_t sends;    /* send-family calls to B on c */
+    int close_due;     /* a GRANT came from B: CLOSE at the free */
 };
 
 /* A message claimed from MPI or placed in the ring, on its way through
@@ -220,6 +227,11 @@ struct p2p_state {
     uint32_t rndv_thr[HB_SIZE_CLASSES]; /* uses that make it worth it */
     struct hb_churn churn;     /* buffers whose registrations do not last */
     struct hb_list rndv_reads; /* struct p2p_rndv under way */
+    /* CLOSE sends under way (p2p_comm.c), and the one message they send */
+    MPI_Request *closes;
+    int ncloses, capcloses;
+    struct hb_inband close_msg;
+    uint32_t *closes_to, *closes_from; /* [ctx->size], by world rank */
 };
 
 extern struct p2p_state p2p;
@@ -267,6 +279,8 @@ void hb_p2p_claim(struct p2p_comm *c);        /* unless busy */
 void hb_p2p_claim_locked(struct p2p_comm *c); /* busy set by the caller */
 void hb_p2p_comm_release_pending(struct p2p_comm *c);
 void hb_p2p_comm_free_all(void);
+/* At MPI_Finalize, collective over p2p.ctrl: the CLOSEs sent to us. */
+void hb_p2p_comm_drain_closes(void);
 void hb_p2p_flush_frees(void); /* deferred Comm_frees now due */
 
 /* p2p_req.c */

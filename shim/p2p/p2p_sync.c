@@ -90,12 +90,15 @@ void hb_p2p_sync_hold_comm(struct p2p_sync *s)
 {
     s->holds_comm = 1;
     s->tp->c->pending++;
+    s->tp->c->sends_held++;
 }
 
 static void release_comm(struct p2p_sync *s)
 {
-    if (s->holds_comm && s->tp)
+    if (s->holds_comm && s->tp) {
+        s->tp->c->sends_held--;
         hb_p2p_comm_release_pending(s->tp->c);
+    }
     s->holds_comm = 0;
 }
 

@@ -64,8 +64,10 @@ enum { HB_IMM_P2P_DATA = 1, HB_IMM_P2P_CREDIT = 2, HB_IMM_P2P_SYNC = 3 };
 
 /* ---- in-band on the application's communicator, tag T* ----------------
  * MARKER: 16 bytes.  RESEND: this prefix, then the record (header and
- * payload) that may not have been placed (§5.11). */
-enum { HB_INBAND_MARKER = 1, HB_INBAND_RESEND = 2 };
+ * payload) that may not have been placed (§5.11).  CLOSE: 16 bytes, the
+ * sender's last message on a communicator it frees, to each receiver it
+ * wrote a ring record to there (p2p_comm.c, "closing"). */
+enum { HB_INBAND_MARKER = 1, HB_INBAND_RESEND = 2, HB_INBAND_CLOSE = 3 };
 struct hb_inband {
     uint64_t nonce; /* the job's (agreed at start): a stray T* is not ours */
     uint32_t kind;  /* HB_INBAND_* */

@@ -6,8 +6,9 @@
  * Processes (one communicator c, receiver B, senders A and C):
  *   SenderA  switchable: REQ, GRANT, first MARKER, ring records with rseq
  *            and mpi_before stamps, MARKER{k} before an MPI run that
- *            follows ring records, credits, and after a QP error the RESEND
- *            of its unacknowledged tail (§5.6, §5.11).
+ *            follows ring records, credits, after a QP error the RESEND
+ *            of its unacknowledged tail (§5.6, §5.11), and a CLOSE when it
+ *            frees c (if it wrote a record), after which B's real free.
  *   SenderC  MPI only (wildcards, receives MPI still holds).
  *   AppB     a bounded nondeterministic program: Irecv, Recv, Probe+Recv,
  *            Mprobe+Mrecv, one Cancel, one collective ("Blocked": only the
@@ -68,7 +69,13 @@
  *                  older ones; the migrated ones can be older).
  *   GRANT_MARKER   MARKER{0} at the grant, as hotbuf first did: when
  *                  nothing follows it, B frees c without claiming it and
- *                  it stays in MPI.
+ *                  it stays in MPI.  Run with NO_CLOSE: the CLOSE that A
+ *                  sends once granted follows that marker too, so B
+ *                  claims it before its real free.
+ *   NO_CLOSE       B frees c in MPI at the application's free, without
+ *                  waiting for A's CLOSE: a duplicate RESEND (a record B
+ *                  took from the CQ, resent because A's completion failed)
+ *                  still on its way is never claimed and stays in MPI.
  *   FAULT          the fault injector (the correct model runs with and
  *                  without it).
  *   REVOKE         revokes (shim/p2p/p2p_revoke.c), up to NREV: B sends
@@ -171,7 +178,12 @@
  * Both travel with tag T*, which only an ANY_TAG receive could match. */
 #define MARK 16
 #define RES 32
-#define QL (3 * NA + 2) /* A's MPI items: data, markers, resends */
+/* CLOSE: A's last item on c, sent when A frees c (its records all complete:
+ * RC completion, or resent), if it saw B's GRANT on it.  A GRANT that
+ * comes after A's free is dropped (the code: its pair is gone), and B
+ * holds c for good (the code: until MPI_Finalize). */
+#define CLS 250
+#define QL (3 * NA + 3) /* A's MPI items: data, markers, resends, CLOSE */
 
 /* ---- messages (ghost) -------------------------------------------------- */
 #define M_UNSENT 0
@@ -247,6 +259,16 @@ bit b_blocked; /* AppB inside the collective */
  * reuses the context id), which the Watchdog's "in-band item never
  * claimed" catches. */
 bit b_freed;
+/* The application freed c; the real free (b_freed) waits until A's CLOSE
+ * was claimed, if B took a record of A's: everything A sent on c before it,
+ * a duplicate RESEND among them, is then claimed too (MPI's order per
+ * sender).  NO_CLOSE frees at once, as the code did: a duplicate RESEND
+ * still on its way stays in MPI, where MPICH hands it to the next
+ * communicator that reuses the context id.  B awaits a CLOSE from A if it
+ * granted A (not "took a record": then each CLOSE sent finds B holding c,
+ * shim/p2p/p2p_comm.c says why). */
+bit b_freeing, b_closed;
+bit b_granted; /* B granted A: A's CLOSE is awaited */
 #ifdef NO_HOOK
 #define HOT_ON (!b_blocked && !b_freed)
 #else
@@ -323,6 +345,8 @@ byte a_rseq;     /* last ring record written */
 byte a_cnt;
 bit a_unfenced;  /* a ring record since the last marker */
 bit a_coll;      /* A entered the collective */
+bit a_closed;    /* A freed c (CLOSE sent if it saw a GRANT) */
+bit a_closedue;  /* A saw a GRANT: B awaits its CLOSE */
 
 /* ---- faults --------------------------------------------------------------- */
 bit qp_fail;
@@ -570,7 +594,7 @@ inline enter_pull() {
 inline grant() {
     printf("B: GRANT (count)\n");
     bA = B_LIVE;
-    granted = 1
+    granted = 1; b_granted = 1
 }
 #else
 #ifdef REVOKE
@@ -582,14 +606,14 @@ inline grant() {
     printf("B: GRANT (epoch %d)\n", ep);
     if :: bA == B_MPI -> bA = B_PRE :: else -> skip fi;
     req = 0; bg = 1; ch = CH_UP; g_ep = ep;
-    granted = 1
+    granted = 1; b_granted = 1
 }
 #else
 #define GRANT_OK (req && bA == B_MPI)
 inline grant() {
     printf("B: GRANT\n");
     bA = B_PRE;
-    granted = 1
+    granted = 1; b_granted = 1
 }
 #endif
 
@@ -763,6 +787,12 @@ inline a_recover() {
 #define A_RECOVERS (qp_fail && (pa == P_GRANTED || pa == P_LIVE))
 #endif
 
+#ifdef FAULT
+#define A_CLOSE_OK (a_acked == a_rseq || pa == P_DEAD)
+#else
+#define A_CLOSE_OK 1
+#endif
+
 active proctype SenderA() {
     byte i = 0;  /* next message */
     byte w = NONE; /* the Ssend A waits for */
@@ -770,8 +800,8 @@ end_a:
     do
 #ifdef REVOKE
     :: atomic { (pa == P_MPI || pa == P_OFF) -> pa = P_REQ; req = 1; printf("A: REQ\n") }
-    :: atomic { pa == P_REQ && granted ->
-        granted = 0; a_ep = g_ep;
+    :: atomic { pa == P_REQ && granted && !a_closed ->
+        granted = 0; a_ep = g_ep; a_closedue = 1;
         if
         :: a_opened -> pa = P_LIVE; printf("A: GRANT seen again, LIVE\n")
         :: else -> pa = P_GRANTED; printf("A: GRANT seen\n")
@@ -796,7 +826,7 @@ end_a:
      * markers only before MPI runs that follow ring records), and not
      * earlier: MPI data sent in between is before the marker, plain. */
 #ifndef REVOKE
-    :: atomic { pa == P_REQ && granted ->
+    :: atomic { pa == P_REQ && granted && !a_closed -> a_closedue = 1;
 #if defined(COUNT_GRANT)
         pa = P_LIVE; printf("A: GRANT seen, LIVE\n")
 #elif defined(GRANT_MARKER)
@@ -864,6 +894,12 @@ end_a:
         i++
        }
     :: atomic { i == NA && w == NONE && !a_coll -> a_coll = 1; printf("A: enters the collective\n") }
+    /* A frees c once every send completed and every record is complete
+     * (the code: hb_p2p_chan_send waits for its write's completion, and a
+     * kept record's send completes at its SYNC_ACK) */
+    :: atomic { i == NA && w == NONE && !a_closed && A_CLOSE_OK ->
+        a_closed = 1;
+        if :: a_closedue -> printf("A: frees c, CLOSE\n"); a_mpi_send(CLS) :: else -> skip fi }
     od
 }
 
@@ -998,11 +1034,19 @@ end_h:
         it = mqA[0]; mqA_del(0);
         printf("B: pulled A's item %d (>=%d marker, >=%d resend)\n", it, MARK, RES);
         if
-        :: it >= RES -> pq_res++
-        :: else -> skip
+        :: it == CLS -> b_closed = 1 /* A sends nothing on c after it */
+        :: else ->
+            if
+            :: it >= RES -> pq_res++
+            :: else -> skip
+            fi;
+            pq[pq_n] = it; pq_n++
         fi;
-        pq[pq_n] = it; pq_n++; it = 0;
+        it = 0;
         closure() }
+    /* the real free of c, once A's CLOSE is in (if one is due) */
+    :: atomic { b_freeing && !b_freed && (b_closed || !b_granted) ->
+        b_freed = 1; printf("B: frees c in MPI\n") }
 #ifdef FAULT
     /* RESEND{r}: decision: handled wherever it sits in A's pulled queue,
      * not at its head.  A marker sent before A knew of the error may wait
@@ -1254,7 +1298,11 @@ end_wait:
     :: r == NM -> break
     :: else -> goto end_free
     od;
+#ifdef NO_CLOSE
     b_freed = 1;
+#else
+    b_freeing = 1;
+#endif
     printf("B: frees c\n");
 end_free:
     skip

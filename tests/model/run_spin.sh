@@ -34,12 +34,10 @@ model=$here/p2p_pull.pml
 #         (NR < NA: B never frees c, see "freed" below)
 #  freed  2 A + 1 C messages, 3 receives: every message can be received,
 #         so B frees c at the end (nothing of hotbuf's may be left in MPI).
-#         Not run yet: "$freed -DFAULT" fails (issue 13 open): a record
-#         placed at B, whose completion A never saw before the QP error, is
-#         resent by MPI; B received it already and may free c first, and
-#         the duplicate stays in MPI.  Run it by hand:
-#         spin -a -DFAULT -DNA=2 -DNC=1 -DNR=3 -DPAT_SMALL -DNO_PROBE \
-#             -DNO_MPROBE -DNO_CANCEL p2p_pull.pml
+#  freed_fault  the same with one QP error: a record placed at B, whose
+#         completion A never saw before the error, is resent by MPI; B
+#         received it already and frees c, and the real free waits for
+#         A's CLOSE, which follows the duplicate (NO_CLOSE: it stays in MPI)
 #  rndv   order's bounds with rendezvous (A: Send, Ssend or large), Probe
 #         and Mprobe kept (a matched probe reads before its hand-out), no
 #         Cancel: reads completing in any order against merge and matching
@@ -68,6 +66,7 @@ runs=(
     "stamps|pass|$stamps"
     "cycles|pass|$cycles -DNP"
     "freed|pass|$freed"
+    "freed_fault|pass|$freed -DFAULT"
     "revoke|pass|$revoke"
     "revoke_fault|pass|$revoke_fault"
     "rndv|pass|$rndv"
@@ -75,7 +74,7 @@ runs=(
     "rndv_cycles|pass|$rndv_cycles -DNP"
     "no_hook|fail|$order -DNO_HOOK"
     "count_grant|fail|$order -DCOUNT_GRANT"
-    "grant_marker|fail|$freed -DGRANT_MARKER"
+    "grant_marker|fail|$freed -DGRANT_MARKER -DNO_CLOSE"
     "broken_release|fail|$order -DBROKEN_RELEASE"
     "reset_stamps|fail|$stamps -DRESET_STAMPS"
     "resend_in_order|fail|$fault -DRESEND_IN_ORDER"
@@ -89,6 +88,7 @@ runs=(
     "free_undrained|fail|$revoke -DFREE_UNDRAINED"
     "rndv_early_ack|fail|$rndv -DRNDV_EARLY_ACK"
     "rndv_drop_resend|fail|$rndv_fault -DRNDV_DROP_RESEND"
+    "free_no_close|fail|$freed -DFAULT -DNO_CLOSE"
 )
 
 # --broken: the names of the broken variants, one a line (make test runs

@@ -42,6 +42,13 @@
 #        messages, a partial last element, a large-count send between ring
 #        messages, Ssend and Issend by ring completing only at the match:
 #        output as plain MPI's, synchronous sends on the ring (report).
+#  p2p_ring/closed/FLAVOUR/np2  tests/mpi/p2p_close: the last ring record
+#        on a communicator comes again as a RESEND after the receiver took
+#        it (HOTBUF_TEST_P2P_LATE_FAULT=2) and freed the communicator; a
+#        new communicator made then must show no message nobody sent on
+#        it (MPICH gave it the old context id and the RESEND before):
+#        output as plain MPI's, the duplicate dropped, the CLOSE in.
+#        .../disconnect: records both ways, MPI_Comm_disconnect.
 #  p2p_ring/issend_freed/FLAVOUR/np2  tests/mpi/p2p_issend_freed: an
 #        Issend by ring on a communicator freed before it completes, its
 #        SYNC_ACK lost with the QP (HOTBUF_TEST_P2P_ACK_FAULT=1): it
@@ -178,32 +185,67 @@ cases() {
     fi
 }
 
+# two_ranks NAME MPI R PROG ARGS WANT SUMMARY HOW ENV...: PROG ARGS on 2
+# ranks, plain and under hotbuf with ENV (the ring asked for at once); the
+# sorted output must be plain MPI's with "errors 0" twice, and the report
+# must hold WANT (a python expression on r), then SUMMARY is printed; HOW
+# says what a failing exit means.
+two_ranks() {
+    local name=$1 mpi=$2 r=$3 prog=$4 args=$5 want=$6 summary=$7 how=$8; shift 8
+    local opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
+    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog $args 2>"$r.plain.err" | sort >"$r.plain"
+    env HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 "$@" \
+        HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
+        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog $args 2>"$r.err" | sort >"$r.out"
+    local rc=${PIPESTATUS[0]}
+    if [ $rc != 0 ] || [ "$(grep -c 'errors 0' "$r.plain")" != 2 ] || ! cmp -s "$r.plain" "$r.out"; then
+        diff "$r.plain" "$r.out" >>"$r.err"
+        fail "$name" "output differs from plain MPI (exit $rc$how)" "$r.err"
+    elif [ "$(json "$r.json" "$want")" != True ]; then
+        fail "$name" "not what it must show ($want): $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
+    else
+        pass "$name ($(json "$r.json" "$summary"))"
+    fi
+}
+
 # issend_freed MPI: tests/mpi/p2p_issend_freed, an Issend by ring on a
 # communicator freed before it completes, its SYNC_ACK lost with the QP
 # (HOTBUF_TEST_P2P_ACK_FAULT=1): the receiver sends it again by MPI, the
 # send completes (it hung before), output as plain MPI's.
 issend_freed() {
     local mpi=$1 rounds=${2:-40} mode=${3:-}
-    local prog=build/$1/tests/p2p_issend_freed name=p2p_ring/issend_freed/$1/np2${mode:+/$mode}
+    local name=p2p_ring/issend_freed/$1/np2${mode:+/$mode}
     only "$name" || return 0
-    local r=$work/isf-$mpi$mode opt=(); [ $mpi = openmpi ] && opt=(--oversubscribe)
     local fault=HOTBUF_TEST_P2P_ACK_FAULT=1 thr=2 want='r["p2p"]["ring"]["ring_sync"] > 0 and r["p2p"]["ring"]["sync_acks_mpi"] > 0'
     # rndv: threshold 1, so the big buffer's one send is worth a rendezvous
     [ -n "$mode" ] && fault=HOTBUF_TEST_P2P_READ_FAULT=1 thr=1 \
         want='r["p2p"]["ring"]["rndv_read_failed"] > 0 and r["p2p"]["ring"]["rndv_resent_in"] > 0'
-    timeout 120 mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds $mode 2>"$r.plain.err" | sort >"$r.plain"
-    env HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 HOTBUF_THRESHOLD=$thr \
-        $fault HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 120 \
-        tools/hotbuf-run -- mpiexec.$mpi "${opt[@]}" -n 2 $prog $rounds $mode 2>"$r.err" | sort >"$r.out"
-    local rc=${PIPESTATUS[0]}
-    if [ $rc != 0 ] || [ "$(grep -c 'errors 0' "$r.plain")" != 2 ] || ! cmp -s "$r.plain" "$r.out"; then
-        diff "$r.plain" "$r.out" >>"$r.err"
-        fail "$name" "output differs from plain MPI (exit $rc; 124: the Issend never completed)" "$r.err"
-    elif [ "$(json "$r.json" "$want")" != True ]; then
-        fail "$name" "not what it must show ($want): $(json "$r.json" 'r["p2p"]["ring"]' 2>&1)" "$r.err"
-    else
-        pass "$name ($(json "$r.json" '"%(ring_msgs)d ring messages, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACK by MPI after its QP failed, %(rndv_read_failed)d rendezvous read failed, %(rndv_resent_in)d resent" % r["p2p"]["ring"]'))"
-    fi
+    two_ranks "$name" $mpi $work/isf-$mpi$mode build/$mpi/tests/p2p_issend_freed "$rounds $mode" "$want" \
+        '"%(ring_msgs)d ring messages, %(ring_sync)d synchronous, %(sync_acks_mpi)d SYNC_ACK by MPI after its QP failed, %(rndv_read_failed)d rendezvous read failed, %(rndv_resent_in)d resent" % r["p2p"]["ring"]' \
+        "; 124: the Issend never completed" HOTBUF_THRESHOLD=$thr $fault
+}
+
+# closed MPI ROUNDS: tests/mpi/p2p_close, the last ring record on a
+# communicator resent by MPI after the receiver took it (its completion
+# failing late, HOTBUF_TEST_P2P_LATE_FAULT=2) and the communicator freed
+# meanwhile, then a new one made: the receiver frees it in MPI only after
+# the sender's CLOSE, so the duplicate is claimed and dropped, not handed
+# to the new communicator (MPICH gave it the old one's context id, and a
+# probe there found hotbuf's RESEND).  Output as plain MPI's; a credit is
+# waited for, so that the tag-2 message finds a slot.  disconnect: ring
+# records both ways and MPI_Comm_disconnect, which waits for the CLOSEs
+# (each rank sends its own first).
+closed() {
+    local mpi=$1 rounds=${2:-40} mode=${3:-} name=p2p_ring/closed/$1/np2${3:+/$3}
+    only "$name" || return 0
+    # the free returns at once, held for the CLOSE; disconnect waits for
+    # one CLOSE each way
+    local want='r["p2p"]["ring"]["closes_in"] > 0 and r["p2p"]["ring"]["frees_closing"] > 0'
+    [ -n "$mode" ] && want='r["p2p"]["ring"]["closes_in"] == 2 and r["p2p"]["ring"]["closes"] == 2'
+    two_ranks "$name" $mpi $work/closed-$mpi$mode build/$mpi/tests/p2p_close "$rounds $mode" \
+        "r[\"p2p\"][\"ring\"][\"resends\"] > 0 and r[\"p2p\"][\"ring\"][\"ring_dups\"] > 0 and $want" \
+        '"%(ring_msgs)d ring messages, %(resends)d resent, %(ring_dups)d duplicate dropped, %(closes)d CLOSE sent, %(closes_in)d received, %(frees_closing)d free held for it" % r["p2p"]["ring"]' \
+        "" HOTBUF_THRESHOLD=2 HOTBUF_TEST_P2P_LATE_FAULT=2 HOTBUF_TEST_P2P_CREDIT_WAIT_US=50000
 }
 
 # policy MPI COLD CHECK: tests/mpi/p2p_cold_mix (a hot 1 KiB buffer among
@@ -281,6 +323,10 @@ fresh openmpi large
 fresh mpich large
 issend_freed openmpi 40 rndv
 issend_freed mpich 400 rndv
+closed openmpi
+closed mpich 400
+closed openmpi 40 disconnect
+closed mpich 400 disconnect
 # the grant policy: the hot buffer alone is granted; among 20 cold
 # messages a round it is refused (pull would cost more than it saves)
 policy openmpi 0 'r["p2p"]["ring"]["granted"] > 0 and r["p2p"]["ring"]["ring_msgs"] > 0'
