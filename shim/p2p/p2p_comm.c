@@ -565,7 +565,10 @@ void hb_p2p_comm_free_all(void)
 {
     struct p2p_comm *c, *tmp;
     HASH_ITER(hh, p2p.comms, c, tmp)
-    drop(c, 0);
+    {
+        p2p.stats.held_at_end += c->free_deferred && awaited_closes(c) > 0;
+        drop(c, 0);
+    }
     reap_closes(1);
     free(p2p.closes);
     free(p2p.closes_to);
