@@ -106,10 +106,12 @@ static void free_items(struct hb_list *q)
  * been claimed, and the duplicates before it with it (the model:
  * tests/model/p2p_pull.pml, freed_fault; NO_CLOSE is the old free).
  * Granted, not "wrote a record": then every CLOSE sent finds its
- * receiver still holding c (a sender that saw the GRANT sends one), and a
- * GRANT that reaches a sender after its free leaves c held until
- * MPI_Finalize, which drains the CLOSEs by counts
- * (hb_p2p_comm_drain_closes).
+ * receiver still holding c (a sender that saw the GRANT sends one).  A
+ * GRANT that reaches a sender after its free is answered GONE
+ * (p2p_grant.c): without it B held c until MPI_Finalize, about one
+ * communicator a rank every seed of p2p_random, and seeds slowed as they
+ * piled up (the model: no_gone, gone_closes).  MPI_Finalize drains the
+ * CLOSEs by counts (hb_p2p_comm_drain_closes).
  * A rank is sender and receiver on c alike, so it sends its CLOSEs at the
  * application's free, not at the real one, which may wait for the
  * peer's: waiting first, two ranks would each hold c for the other. */
@@ -167,12 +169,46 @@ static int close_tx(struct p2p_comm *c)
     return 1;
 }
 
+/* Whether A's CLOSE is still to come on this pair.  A sends one if it saw
+ * a GRANT before its free, and a GONE for every GRANT that came after it:
+ * so while no CLOSE came, one is on its way unless every GRANT has its
+ * GONE.  Not "a GONE came": A may have seen an earlier GRANT on c (the
+ * pair revoked and asked again), and the GONE, on the private
+ * communicator, may pass the CLOSE and RESENDs A sent on c before it. */
+static int close_awaited(const struct p2p_rxpair *rp)
+{
+    return rp && !rp->closed && rp->gones < rp->grants;
+}
+
 /* Senders granted on c whose CLOSE has not come. */
 static int awaited_closes(const struct p2p_comm *c)
 {
     int n = 0;
     for (int i = 0; c->rx && i < c->size; i++)
-        n += c->rx[i] && c->rx[i]->granted && !c->rx[i]->closed;
+        n += close_awaited(c->rx[i]);
+    return n;
+}
+
+void hb_p2p_comm_gone_in(int world, uint32_t token)
+{
+    p2p.stats.gones_in++;
+    for (uint32_t i = 1; i < p2p.ncids; i++) {
+        struct p2p_comm *c = p2p.cids[i];
+        for (int j = 0; c && c->rx && j < c->size; j++)
+            if (c->rx[j] && c->rx[j]->world == world &&
+                c->rx[j]->token == token) {
+                c->rx[j]->gones++;
+                return;
+            }
+    }
+}
+
+uint64_t hb_p2p_comm_held(void)
+{
+    struct p2p_comm *c, *tmp;
+    uint64_t n = 0;
+    HASH_ITER(hh, p2p.comms, c, tmp)
+    n += c->free_deferred && awaited_closes(c) > 0;
     return n;
 }
 
@@ -566,7 +602,6 @@ void hb_p2p_comm_free_all(void)
     struct p2p_comm *c, *tmp;
     HASH_ITER(hh, p2p.comms, c, tmp)
     {
-        p2p.stats.held_at_end += c->free_deferred && awaited_closes(c) > 0;
         drop(c, 0);
     }
     reap_closes(1);

@@ -225,13 +225,29 @@ void hb_p2p_ask(struct p2p_txpair *tp, uint32_t uses, uint32_t bytes)
     hb_p2p_ctrl_send(&m, tp->world);
 }
 
-/* GRANT: the channel, then GRANTED (MARKER{0} waits for the first ring
- * record: p2p_pair.h says why). */
-static void granted(const struct hb_ctrl *m)
+/* A GRANT that came after the application freed c: B holds c until our
+ * CLOSE, and none comes (none was due at the free, or it went already),
+ * so we say so.  Tokens are never reused: a freed pair's is NULL. */
+static int gone(const struct hb_ctrl *m, int world)
 {
     struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
-    if (!tp || tp->state != TX_ASKED)
-        return;        /* its communicator is gone */
+    if (m->token >= p2p.ntxs || (tp && !tp->c->tx_closed))
+        return 0;
+    if (tp)
+        tp->state = TX_REFUSED, tp->retry_at = UINT64_MAX;
+    struct hb_ctrl r = {.kind = HB_CTRL_GONE, .token = m->token};
+    hb_p2p_ctrl_send(&r, world);
+    p2p.stats.gones_out++;
+    return 1;
+}
+
+/* GRANT: the channel, then GRANTED (MARKER{0} waits for the first ring
+ * record: p2p_pair.h says why). */
+static void granted(const struct hb_ctrl *m, int world)
+{
+    struct p2p_txpair *tp = m->token < p2p.ntxs ? p2p.txs[m->token] : NULL;
+    if (gone(m, world) || !tp || tp->state != TX_ASKED)
+        return;
     tp->close_due = 1; /* B awaits our CLOSE, whatever comes of it here */
     if (hb_p2p_name_verify(tp->c->comm, &m->claim) != HB_P2P_NAMED ||
         hb_p2p_chan_tx(tp->world, m)) {
@@ -376,7 +392,7 @@ static void asked(const struct hb_ctrl *m, int world)
     } else {
         struct p2p_rxpair *rp = c->rx[m->claim.rank];
         rp->live = 1;
-        rp->granted = 1;
+        rp->grants++;
         rp->revoke_due = 0;
         rp->token = m->token;
         hb_p2p_chan_rx_granted(world);
@@ -429,11 +445,12 @@ static void poll_ctrl(void)
             g.recvd[st.MPI_SOURCE]++;
         switch (m.kind) {
         case HB_CTRL_REQ: asked(&m, st.MPI_SOURCE); break;
-        case HB_CTRL_GRANT: granted(&m); break;
+        case HB_CTRL_GRANT: granted(&m, st.MPI_SOURCE); break;
         case HB_CTRL_REFUSE: refused(&m); break;
         case HB_CTRL_REVOKE: hb_p2p_revoke_in(&m, st.MPI_SOURCE); break;
         case HB_CTRL_REVOKED: hb_p2p_revoked_in(&m, st.MPI_SOURCE); break;
         case HB_CTRL_SYNC_ACK: hb_p2p_sync_acked(m.token); break;
+        case HB_CTRL_GONE: hb_p2p_comm_gone_in(st.MPI_SOURCE, m.token); break;
         }
     }
     if (p2p.ring)

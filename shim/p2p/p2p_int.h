@@ -29,7 +29,6 @@
 #include "p2p_slots.h"
 #include "p2p_wire.h"
 #include "p2p_stats.h"
-#include "p2p_wire.h"
 
 struct p2p_rndv;  /* p2p_rndv.c */
 struct hb_region; /* regcache.h */
@@ -68,7 +67,8 @@ struct p2p_rxpair {
     int live;        /* granted, not revoked since */
     int revoke_due;  /* test switch: revoke at the next wrapper entry */
     uint32_t token;  /* A's id of the pair (its REQ), named in REVOKE */
-    int granted;     /* ever granted: A's CLOSE is due at the free */
+    uint32_t grants; /* GRANTs sent to A on c, */
+    uint32_t gones;  /* ... of them answered GONE (A had freed c) */
     int closed;      /* A's CLOSE came: nothing more of A's on c */
 };
 
@@ -282,6 +282,8 @@ void hb_p2p_comm_free_all(void);
 /* At MPI_Finalize, collective over p2p.ctrl: the CLOSEs sent to us. */
 void hb_p2p_comm_drain_closes(void);
 void hb_p2p_flush_frees(void); /* deferred Comm_frees now due */
+void hb_p2p_comm_gone_in(int world, uint32_t token); /* GONE from world */
+uint64_t hb_p2p_comm_held(void); /* frees held for a CLOSE now */
 
 /* p2p_req.c */
 int hb_p2p_translate_source(int source); /* MPI -> HB_PM_ANY */

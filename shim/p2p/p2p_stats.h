@@ -62,6 +62,8 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
     _(closes_in, "closes_in")         /* CLOSEs received */                    \
     _(frees_closing, "frees_closing") /* Comm_frees held for a CLOSE */        \
     _(held_at_end, "held_at_end")     /* ... still held at MPI_Finalize */     \
+    _(gones_out, "gones")             /* GONEs sent: GRANTs after our free */  \
+    _(gones_in, "gones_in")           /* GONEs received */                     \
     _(ring_credits, "credits")        /* credit immediates sent */             \
     _(ring_sync, "ring_sync")         /* synchronous sends by ring (sender) */ \
     _(psend_pinned, "persistent_registered") /* Send_init buffers, at init */  \

@@ -89,7 +89,10 @@ enum {
     HB_CTRL_REFUSE = 3,
     HB_CTRL_REVOKE = 4,
     HB_CTRL_REVOKED = 5,
-    HB_CTRL_SYNC_ACK = 6
+    HB_CTRL_SYNC_ACK = 6,
+    /* A to B, for a GRANT that came after A's free of c: no CLOSE follows
+     * it (p2p_comm.c, "closing") */
+    HB_CTRL_GONE = 7
 };
 
 struct hb_ctrl {

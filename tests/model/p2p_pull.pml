@@ -8,7 +8,8 @@
  *            and mpi_before stamps, MARKER{k} before an MPI run that
  *            follows ring records, credits, after a QP error the RESEND
  *            of its unacknowledged tail (§5.6, §5.11), and a CLOSE when it
- *            frees c (if it wrote a record), after which B's real free.
+ *            frees c (if it saw a GRANT), after which B's real free; a
+ *            GONE for a GRANT that comes after its free.
  *   SenderC  MPI only (wildcards, receives MPI still holds).
  *   AppB     a bounded nondeterministic program: Irecv, Recv, Probe+Recv,
  *            Mprobe+Mrecv, one Cancel, one collective ("Blocked": only the
@@ -180,8 +181,8 @@
 #define RES 32
 /* CLOSE: A's last item on c, sent when A frees c (its records all complete:
  * RC completion, or resent), if it saw B's GRANT on it.  A GRANT that
- * comes after A's free is dropped (the code: its pair is gone), and B
- * holds c for good (the code: until MPI_Finalize). */
+ * comes after A's free is answered GONE on the private communicator
+ * (b_gones below). */
 #define CLS 250
 #define QL (3 * NA + 3) /* A's MPI items: data, markers, resends, CLOSE */
 
@@ -268,7 +269,15 @@ bit b_freed;
  * granted A (not "took a record": then each CLOSE sent finds B holding c,
  * shim/p2p/p2p_comm.c says why). */
 bit b_freeing, b_closed;
-bit b_granted; /* B granted A: A's CLOSE is awaited */
+/* GRANTs B sent A, and GONEs A answered (a GRANT that came after A's
+ * free: no CLOSE follows it).  A CLOSE is on its way while none came and
+ * some GRANT has no GONE: A sends one if it saw any GRANT.  NO_GONE: A
+ * drops such a GRANT (the first closing code) and B holds c for good
+ * (Watchdog: "c held for good").  GONE_CLOSES: B takes a GONE for the
+ * CLOSE, and frees c while A's CLOSE (sent under an earlier GRANT) and
+ * what precedes it are still in MPI. */
+byte b_grants, b_gones;
+bit gone_wire; /* A's GONE on the private communicator */
 #ifdef NO_HOOK
 #define HOT_ON (!b_blocked && !b_freed)
 #else
@@ -594,7 +603,7 @@ inline enter_pull() {
 inline grant() {
     printf("B: GRANT (count)\n");
     bA = B_LIVE;
-    granted = 1; b_granted = 1
+    granted = 1; b_grants++
 }
 #else
 #ifdef REVOKE
@@ -606,14 +615,14 @@ inline grant() {
     printf("B: GRANT (epoch %d)\n", ep);
     if :: bA == B_MPI -> bA = B_PRE :: else -> skip fi;
     req = 0; bg = 1; ch = CH_UP; g_ep = ep;
-    granted = 1; b_granted = 1
+    granted = 1; b_grants++
 }
 #else
 #define GRANT_OK (req && bA == B_MPI)
 inline grant() {
     printf("B: GRANT\n");
     bA = B_PRE;
-    granted = 1; b_granted = 1
+    granted = 1; b_grants++
 }
 #endif
 
@@ -799,7 +808,8 @@ active proctype SenderA() {
 end_a:
     do
 #ifdef REVOKE
-    :: atomic { (pa == P_MPI || pa == P_OFF) -> pa = P_REQ; req = 1; printf("A: REQ\n") }
+    /* A asks on a send: never after its free */
+    :: atomic { (pa == P_MPI || pa == P_OFF) && !a_closed -> pa = P_REQ; req = 1; printf("A: REQ\n") }
     :: atomic { pa == P_REQ && granted && !a_closed ->
         granted = 0; a_ep = g_ep; a_closedue = 1;
         if
@@ -815,7 +825,7 @@ end_a:
         rack_k = a_rseq; rack_wire = 1;
         printf("A: REVOKE seen, REVOKED k=%d\n", a_rseq) }
 #endif
-    :: atomic { pa == P_MPI -> pa = P_REQ; req = 1; printf("A: REQ\n");
+    :: atomic { pa == P_MPI && !a_closed -> pa = P_REQ; req = 1; printf("A: REQ\n");
 #ifdef COUNT_GRANT
         req_cnt = i
 #endif
@@ -900,6 +910,15 @@ end_a:
     :: atomic { i == NA && w == NONE && !a_closed && A_CLOSE_OK ->
         a_closed = 1;
         if :: a_closedue -> printf("A: frees c, CLOSE\n"); a_mpi_send(CLS) :: else -> skip fi }
+#ifndef NO_GONE
+    /* a GRANT after A's free: its pair is gone, GONE (the code: p2p_grant.c) */
+    :: atomic { pa == P_REQ && granted && a_closed ->
+        granted = 0; gone_wire = 1; printf("A: GRANT after the free, GONE\n");
+#ifdef REVOKE
+        pa = P_OFF; /* a REVOKE of the pair is still answered */
+#endif
+       }
+#endif
     od
 }
 
@@ -1045,7 +1064,12 @@ end_h:
         it = 0;
         closure() }
     /* the real free of c, once A's CLOSE is in (if one is due) */
-    :: atomic { b_freeing && !b_freed && (b_closed || !b_granted) ->
+#ifdef GONE_CLOSES
+    :: atomic { gone_wire -> gone_wire = 0; b_gones++; b_closed = 1 }
+#else
+    :: atomic { gone_wire -> gone_wire = 0; b_gones++ }
+#endif
+    :: atomic { b_freeing && !b_freed && (b_closed || b_gones == b_grants) ->
         b_freed = 1; printf("B: frees c in MPI\n") }
 #ifdef FAULT
     /* RESEND{r}: decision: handled wherever it sits in A's pulled queue,
@@ -1373,6 +1397,8 @@ active proctype Watchdog() {
         /* nothing of hotbuf's left: in-band items consumed, every ring
          * record released (after a fault: resent and deduplicated) */
         assert(pq_n == 0 || b_freed); /* hotbuf left in-band items (freeing c drops them) */
+        /* the application freed c on both sides: MPI frees it too */
+        assert(!b_freeing || !a_closed || b_freed); /* c held for good */
         j = 0;
         do
         :: j < mqA_n -> assert(mqA[j] < NM); j++ /* in-band item never claimed */

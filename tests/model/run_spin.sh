@@ -75,6 +75,8 @@ runs=(
     "no_hook|fail|$order -DNO_HOOK"
     "count_grant|fail|$order -DCOUNT_GRANT"
     "grant_marker|fail|$freed -DGRANT_MARKER -DNO_CLOSE"
+    "no_gone|fail|$freed -DNO_GONE"
+    "gone_closes|fail|$revoke -DGONE_CLOSES"
     "broken_release|fail|$order -DBROKEN_RELEASE"
     "reset_stamps|fail|$stamps -DRESET_STAMPS"
     "resend_in_order|fail|$fault -DRESEND_IN_ORDER"
