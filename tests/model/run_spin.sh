@@ -119,20 +119,19 @@ wanted() { # run name: selected by the arguments?
     return 1
 }
 
-status=0 ran=0
-for run in "${runs[@]}"; do
-    IFS='|' read -r name expect flags <<<"$run"
-    wanted "$name" "$@" || continue
-    ran=$((ran + 1))
-    dir=$work/$name
-    mkdir -p "$dir" && cp "$model" "$dir/" && cd "$dir" || exit 2
-    mode=-DSAFETY panflags=
+# check NAME EXPECT FLAGS: one run, in $work/NAME; prints its verdict,
+# exit status 1 when it is not what EXPECT says
+check() {
+    local name=$1 expect=$2 flags=$3 dir=$work/$1
+    mkdir -p "$dir" && cp "$model" "$dir/" && cd "$dir" || return 2
+    local mode=-DSAFETY panflags=
     case $flags in *-DNP*) mode=-DNP panflags=-l ;; esac
     if ! spin -a $flags p2p_pull.pml >spin.log 2>&1 ||
         ! cc -O0 -w $mode -DCOLLAPSE -o pan pan.c >cc.log 2>&1; then
         echo "FAIL $name: the verifier does not build"; cat spin.log cc.log | tail -5
-        status=1; continue
+        return 1
     fi
+    local start secs errors states depth summary trace line kind
     start=$(date +%s.%N)
     ./pan -m100000 $panflags >pan.log 2>&1
     secs=$(echo "$(date +%s.%N) - $start" | bc)
@@ -142,33 +141,47 @@ for run in "${runs[@]}"; do
     summary=$(printf '%s states, depth %s, %.1f s' "${states:-?}" "${depth:-?}" "$secs")
     if [ -z "$errors" ] || grep -q 'max search depth too small' pan.log; then
         echo "FAIL $name: the search did not complete ($summary)"; tail -5 pan.log
-        status=1; continue
+        return 1
     fi
     if [ "$expect" = pass ]; then
         if [ "$errors" = 0 ]; then
             echo "PASS $name: 0 errors, $summary"
-        else
-            echo "FAIL $name: $errors error(s), $summary"; grep 'pan:1' pan.log
-            spin -t -T $flags p2p_pull.pml 2>&1 | grep -v '^\s*$' | sed -n '1,40p'
-            status=1
+            return 0
         fi
-    else
-        if [ "$errors" != 0 ] && [ -f p2p_pull.pml.trail ]; then
-            trace=$(spin -t -T $flags p2p_pull.pml 2>&1)
-            line=$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:\([0-9]*\), Error.*/\1/p' | head -1)
-            if [ -n "$line" ]; then
-                kind="$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:[0-9]*, Error: //p' | head -1): $(sed -n "${line}p" p2p_pull.pml | sed -n 's|.*/\* *\(.*\) \*/.*|\1|p')"
-            else
-                kind=$(grep -m1 'pan:1' pan.log | sed 's/^pan:1: //')
-            fi
-            echo "PASS $name: fails as it must ($kind; $summary); the counter-example:"
-            echo "$trace" | sed -n '/^spin: /q; /^\s*$/d; s/^/    /p' | tail -25
-        else
-            echo "FAIL $name: the broken variant was not caught ($summary)"
-            status=1
-        fi
+        echo "FAIL $name: $errors error(s), $summary"; grep 'pan:1' pan.log
+        spin -t -T $flags p2p_pull.pml 2>&1 | grep -v '^\s*$' | sed -n '1,40p'
+        return 1
     fi
-    cd "$work" || exit 2
+    if [ "$errors" = 0 ] || [ ! -f p2p_pull.pml.trail ]; then
+        echo "FAIL $name: the broken variant was not caught ($summary)"
+        return 1
+    fi
+    trace=$(spin -t -T $flags p2p_pull.pml 2>&1)
+    line=$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:\([0-9]*\), Error.*/\1/p' | head -1)
+    if [ -n "$line" ]; then
+        kind="$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:[0-9]*, Error: //p' | head -1): $(sed -n "${line}p" p2p_pull.pml | sed -n 's|.*/\* *\(.*\) \*/.*|\1|p')"
+    else
+        kind=$(grep -m1 'pan:1' pan.log | sed 's/^pan:1: //')
+    fi
+    echo "PASS $name: fails as it must ($kind; $summary); the counter-example:"
+    echo "$trace" | sed -n '/^spin: /q; /^\s*$/d; s/^/    /p' | tail -25
+}
+
+# The runs go SPIN_JOBS at a time (default: one per CPU; each ./pan is
+# single-threaded), their verdicts printed in the table's order at the end.
+jobs=${SPIN_JOBS:-$(nproc)}
+status=0 names=()
+for run in "${runs[@]}"; do
+    IFS='|' read -r name expect flags <<<"$run"
+    wanted "$name" "$@" || continue
+    names+=("$name")
+    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
+    (check "$name" "$expect" "$flags" >"$work/$name.out" 2>&1; echo $? >"$work/$name.rc") &
 done
-[ $ran -gt 0 ] || { echo "run_spin: no run named $*"; exit 2; }
+wait
+[ ${#names[@]} -gt 0 ] || { echo "run_spin: no run named $*"; exit 2; }
+for name in "${names[@]}"; do
+    cat "$work/$name.out"
+    [ "$(cat "$work/$name.rc" 2>/dev/null)" = 0 ] || status=1
+done
 exit $status
