@@ -25,6 +25,8 @@ struct hb_rma_target {
     uint32_t rdma;    /* the target reroutes (transport up, cache on) */
     uint32_t next_id; /* creation: the target's next free window id */
     uint32_t nomem;   /* creation: the target could not keep the window */
+    uint32_t max_msg; /* the target's port's largest message (0: no RDMA) */
+    uint32_t pad;
 };
 
 /* What a post token carries: the target's registration as of the post. */

@@ -185,6 +185,16 @@ static int post_or_fail(struct hb_win *w, const struct rma_call *c,
     return *failed ? 0 : post(w, c, reg, bytes, raddr, op);
 }
 
+/* Over either side's max_msg_sz: posted, it would fail the peer for good
+ * (EINVAL), and every later operation with it would go to PMPI. */
+static int too_large(const struct hb_win *w, int target, uint64_t bytes)
+{
+    return bytes > w->targets[target].max_msg ||
+                   bytes > w->targets[w->rank].max_msg
+               ? HB_RMA_TOO_LARGE
+               : 0;
+}
+
 /* 0 if the operation went out on hotbuf's RDMA (*rc is the MPI result),
  * else the reason it did not. */
 static int try_rdma(const struct rma_call *c, int *rc)
@@ -200,6 +210,7 @@ static int try_rdma(const struct rma_call *c, int *rc)
     if (!bytes)
         return HB_RMA_DATATYPE;
     if ((why = check_target(w, c, bytes, &raddr)) ||
+        (why = too_large(w, c->target, bytes)) ||
         (why = connection(w, c->target)) ||
         (why = hb_rma_epoch_allows(w, c->target)))
         return why;

@@ -29,7 +29,8 @@
     _(HB_RMA_BOUNDS, "bounds")             /* outside the target's window */   \
     _(HB_RMA_WINDOW, "window")             /* window (part) not registered */  \
     _(HB_RMA_BUSY, "busy")                 /* send queue full */               \
-    _(HB_RMA_REGISTRATION, "registration") /* origin buffer unregistered */
+    _(HB_RMA_REGISTRATION, "registration") /* origin buffer unregistered */    \
+    _(HB_RMA_TOO_LARGE, "too_large")       /* over either port's max_msg_sz */
 
 enum hb_rma_win_reason { HB_RMA_WIN_REASONS(HB_REPORT_ENUM) HB_WIN_NREASONS };
 enum hb_rma_op_reason { HB_RMA_OP_REASONS(HB_REPORT_ENUM) HB_RMA_NREASONS };

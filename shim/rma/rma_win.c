@@ -135,6 +135,11 @@ static void describe_self(struct hb_win *w, void *base, MPI_Aint size,
     me->node = hb_rma.node;
     me->rdma = rdma_here(hb_rma.ctx);
     me->next_id = hb_rma.next_id;
+    if (me->rdma) {
+        struct hb_transport_info info;
+        hb_transport_get_info(hb_rma.ctx->rdma->tr, &info);
+        me->max_msg = info.max_msg;
+    }
     if (!w) {
         me->nomem = 1;
         return;

@@ -6,6 +6,11 @@
  *   lock_pattern      exclusive and shared locks, Put then Get back
  *   lockall_pattern   lock_all with flush, flush_all, flush_local, Rput/Rget
  *   spectrum_pattern  the buffer-reuse paper's spectrum: buffer i used i times
+ *   large_window      a Put over rxe's largest message (8 MiB) on a window of
+ *                     its own, then small Puts to the same target on the
+ *                     first window: the large one stays on MPI, and the
+ *                     target must stay reachable for the small ones and
+ *                     for an MPI_Allgather (which hotbuf runs on RDMA)
  *   created_window    a window from MPI_Win_create on malloc'ed memory, with
  *                     a Put to self (which stays on MPI)
  *   shared_window, dynamic_window   windows hotbuf leaves to MPI
@@ -205,6 +210,43 @@ __attribute__((noinline)) static void spectrum_pattern(MPI_Win win, double *mem)
     free(buf);
 }
 
+#define LARGE_DOUBLES (9 << 17) /* 9 MiB */
+
+__attribute__((noinline)) static void large_window(MPI_Win win, double *mem)
+{
+    pattern = "large";
+    double *big, *hot = malloc(LARGE_DOUBLES * sizeof(double));
+    unsigned long h = 0;
+    int *ranks = malloc(size * sizeof(int));
+    MPI_Win bwin;
+    MPI_Allgather(&rank, 1, MPI_INT, ranks, 1, MPI_INT, MPI_COMM_WORLD);
+    MPI_Win_allocate(LARGE_DOUBLES * sizeof(double), sizeof(double), MPI_INFO_NULL,
+                     MPI_COMM_WORLD, &big, &bwin);
+    for (int it = 0; it < ITERS / 3; it++) {
+        fill(hot, LARGE_DOUBLES, rank, it + 900);
+        MPI_Win_fence(0, bwin);
+        MPI_Put(hot, LARGE_DOUBLES, MPI_DOUBLE, right, 0, LARGE_DOUBLES, MPI_DOUBLE, bwin);
+        MPI_Win_fence(0, bwin);
+        expect(big, LARGE_DOUBLES, left, it + 900);
+        h ^= digest(big, LARGE_DOUBLES * sizeof(double)) + it;
+        MPI_Win_fence(0, win);
+        MPI_Put(hot, 1024, MPI_DOUBLE, right, 0, 1024, MPI_DOUBLE, win);
+        MPI_Win_fence(0, win);
+        expect(mem, 1024, left, it + 900);
+        h ^= digest(mem, 1024 * sizeof(double)) * 5 + it;
+    }
+    for (int i = 0; i < size; i++)
+        ranks[i] = -1;
+    MPI_Allgather(&rank, 1, MPI_INT, ranks, 1, MPI_INT, MPI_COMM_WORLD);
+    for (int i = 0; i < size; i++)
+        if (ranks[i] != i && wrong++ < 8)
+            fprintf(stderr, "rank %d large: Allgather gave %d for rank %d\n", rank, ranks[i], i);
+    print("large_window", h);
+    MPI_Win_free(&bwin);
+    free(ranks);
+    free(hot);
+}
+
 /* A window from MPI_Win_create on malloc'ed memory; a Put to self. */
 __attribute__((noinline)) static void created_window(void)
 {
@@ -302,6 +344,7 @@ int main(int argc, char **argv)
     lock_pattern(win, mem);
     lockall_pattern(win, mem);
     spectrum_pattern(win, mem);
+    large_window(win, mem);
     MPI_Win_free(&win);
     created_window();
     shared_window();
