@@ -57,7 +57,7 @@ if mode == "on":
     need(rma["windows_rdma"] > 0, "no window served")
     # over max_msg_sz: left to MPI, and the target still reached by RDMA
     need(rma["ops_pmpi"].get("too_large", 0) > 0, "the 9 MiB Put not counted too_large")
-    need(rma["ops_pmpi"]["peer_failed"] == 0, "a peer failed (the 9 MiB Put was posted?)")
+    need(rma["ops_pmpi"]["peer_failed"] == 0, "hot operations counted peer_failed (the 9 MiB Put's reason?)")
     need(r["allgather"]["comms_rdma"] > 0, "no Allgather on RDMA (large_window's)")
 else:
     need(rer["put"] + rer["get"] == 0, "rerouted with " + mode)
