@@ -185,8 +185,9 @@ static int post_or_fail(struct hb_win *w, const struct rma_call *c,
     return *failed ? 0 : post(w, c, reg, bytes, raddr, op);
 }
 
-/* Over either side's max_msg_sz: posted, it would fail the peer for good
- * (EINVAL), and every later operation with it would go to PMPI. */
+/* Over either side's max_msg_sz.  The transport refuses one over its own
+ * port's (counted peer_failed before this check); one over only the
+ * target's would be posted and rejected there, failing the peer for good. */
 static int too_large(const struct hb_win *w, int target, uint64_t bytes)
 {
     return bytes > w->targets[target].max_msg ||
