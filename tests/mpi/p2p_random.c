@@ -422,9 +422,15 @@ static unsigned long now_seed; /* for the message of a failed call */
 static int now_phase;
 static const char *now_step = "start"; /* where a hang is: step of run_phase */
 static int now_rank;
+/* what the completion step waits for (complete_chunk): printed at a hang */
+static char now_waiting[1024];
+static int now_index = -1; /* Wait, Request_get_status: the one waited for */
+static MPI_Request *now_rq; /* the chunk's handles (null: completed) */
+static int now_n;
 
 /* A seed takes well under a second: one stuck for a minute is a hang (a
- * lost or wrongly matched message); say where and stop. */
+ * lost or wrongly matched message); say where and stop.  P2P_RANDOM_HANG_S
+ * sets another limit (time to attach a debugger first). */
 #define SEED_SECONDS 60
 
 static void watchdog(int sig)
@@ -437,6 +443,22 @@ static void watchdog(int sig)
                  now_seed, now_phase, now_rank, now_step);
     if (write(2, line, (size_t)n) < 0)
         _exit(4);
+    if (now_waiting[0]) {
+        char idx[64];
+        int k = snprintf(idx, sizeof(idx), "; at index %d; null:", now_index);
+        if (write(2, "p2p_random: waiting in ", 23) < 0 ||
+            write(2, now_waiting, strlen(now_waiting)) < 0 ||
+            write(2, idx, (size_t)k) < 0)
+            _exit(4);
+        for (int i = 0; now_rq && i < now_n; i++)
+            if (now_rq[i] == MPI_REQUEST_NULL) {
+                k = snprintf(idx, sizeof(idx), " %d", i);
+                if (write(2, idx, (size_t)k) < 0)
+                    _exit(4);
+            }
+        if (write(2, "\n", 1) < 0)
+            _exit(4);
+    }
     _exit(4);
 }
 
@@ -599,6 +621,7 @@ typedef struct {
     MPI_Request req;
     int op;         /* receive op index, or -1 for a send */
     int persistent; /* free after completion */
+    int msg;        /* a send: its message index */
 } pend_t;
 
 typedef struct {
@@ -608,7 +631,7 @@ typedef struct {
 
 static void add_pending(pending_t *pd, MPI_Request r, int op, int persistent)
 {
-    pd->p[pd->n++] = (pend_t){r, op, persistent};
+    pd->p[pd->n++] = (pend_t){r, op, persistent, -1};
 }
 
 static void post_early(const op_t *o, live_t *l, MPI_Comm comm, pending_t *pd,
@@ -681,6 +704,7 @@ static void do_send(const msg_t *m, int *buf, MPI_Comm comm, pending_t *pd)
     if (persistent)
         check(MPI_Start(&q), "Start");
     add_pending(pd, q, -1, persistent);
+    pd->p[pd->n - 1].msg = m->id;
 }
 
 /* Loop on a nonblocking probe until it finds the message (it must come). */
@@ -793,6 +817,30 @@ static void completed(ctx_t *c, const pend_t *p, const MPI_Status *st, int rc)
     record(c->res, c->s, p->op, o, &c->live[p->op], st, rc);
 }
 
+/* What complete_chunk waits for, for the message of a hang. */
+static void describe_chunk(const ctx_t *c, const pend_t *p, int n, int method)
+{
+    static const char *names[C_NMETHODS] = {
+        "Waitall", "Testall", "Waitany", "Testany",
+        "Waitsome", "Testsome", "Wait/Test", "Request_get_status"};
+    size_t len = sizeof(now_waiting), at = 0;
+    at += (size_t)snprintf(now_waiting, len, "%s of %d:", names[method], n);
+    for (int i = 0; i < n && at < len; i++) {
+        const op_t *o = p[i].op >= 0 ? &c->s->op[p[i].op] : NULL;
+        const msg_t *m = p[i].msg >= 0 ? &c->s->msg[p[i].msg] : NULL;
+        if (o)
+            at += (size_t)snprintf(
+                now_waiting + at, len - at,
+                " [%d] recv op %d (from %d tag %d expect msg %d kind %d)", i,
+                p[i].op, o->sender, o->tag, o->expect, o->kind);
+        else if (m)
+            at += (size_t)snprintf(now_waiting + at, len - at,
+                                   " [%d] send msg %d (to %d tag %d mode %d)",
+                                   i, p[i].msg, m->dst, m->tag, m->mode);
+    }
+    now_index = -1;
+}
+
 /* Completes n requests with one method.  Truncated receives complete alone
  * (MPI_Wait/MPI_Test), whose return code is the error. */
 static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
@@ -804,6 +852,8 @@ static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
     MPI_Status *sts = ignore ? MPI_STATUSES_IGNORE : st;
     for (int i = 0; i < n; i++)
         rq[i] = p[i].req;
+    describe_chunk(c, p, n, method);
+    now_rq = rq, now_n = n;
     switch (method) {
     case C_WAITALL:
     case C_TESTALL:
@@ -857,6 +907,7 @@ static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
         break;
     case C_GET_STATUS:
         for (int i = 0; i < n; i++) {
+            now_index = i;
             for (flag = 0; !flag;)
                 check(MPI_Request_get_status(
                           rq[i], &flag, ignore ? MPI_STATUS_IGNORE : &st[0]),
@@ -868,6 +919,7 @@ static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
     case C_WAIT:
         for (int i = 0; i < n; i++) {
             int rc;
+            now_index = i;
             if (rnd(r, 2)) {
                 rc = MPI_Wait(&rq[i], ignore ? MPI_STATUS_IGNORE : &st[0]);
             } else {
@@ -889,6 +941,7 @@ static void complete_chunk(ctx_t *c, pend_t *p, int n, int method, int ignore,
         if (p[i].persistent && left != MPI_REQUEST_NULL)
             check(MPI_Request_free(&left), "Request_free");
     }
+    now_waiting[0] = 0, now_rq = NULL;
 }
 
 /* Truncated receives complete alone (their error is the return code), and
@@ -1382,8 +1435,10 @@ int main(int argc, char **argv)
     MPI_Buffer_attach(pool, BSEND_POOL);
     int bad_seeds = 0;
     signal(SIGALRM, watchdog);
+    const char *hang_s = getenv("P2P_RANDOM_HANG_S");
+    unsigned seed_s = hang_s ? (unsigned)atoi(hang_s) : SEED_SECONDS;
     for (unsigned long seed = first; seed < first + count; seed++) {
-        alarm(SEED_SECONDS);
+        alarm(seed_s ? seed_s : SEED_SECONDS);
         result_t res = {.h = DIGEST_INIT, .seed = seed};
         for (res.phase = 0; res.phase < PHASES; res.phase++)
             run_phase(&res, rank, size);
