@@ -30,6 +30,7 @@
  * record per sender is ever unacknowledged; when the wait fails (QP error,
  * peer failed) that record goes again by MPI as a RESEND on its
  * communicator, and every pair to that peer stays on MPI (DEAD). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -149,6 +150,20 @@ static struct p2p_peer *peer(int w)
     return &p2p.peers[w];
 }
 
+/* A record this rank cannot take (no channel, no room, no such slot or
+ * pair): the peer fails, and the record's message, which its sender saw
+ * complete, is lost.  Never expected: said on any rank, for the
+ * transport keeps a peer's failure quiet until the report, and a lost
+ * message usually ends in a hang that leaves no report. */
+static void refuse_record(int w, const char *why)
+{
+    fprintf(stderr,
+            "hotbuf: rank %d: point-to-point: %s from rank %d: its message "
+            "is lost\n",
+            p2p.ctx->rank, why, w);
+    hb_transport_fail_peer(ch.tr, w, why);
+}
+
 /* ---- immediates (inside the transport's progress: no MPI here) -------- */
 
 static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
@@ -172,7 +187,7 @@ static void on_imm(void *ctx, int w, uint32_t body, uint32_t len)
     case HB_IMM_P2P_SYNC: hb_p2p_sync_acked(HB_P2P_IMM_N(body)); return;
     case HB_IMM_P2P_DATA:
         if (!p->rx_up || (p->fifo_tail + 1) % p->fifo_cap == p->fifo_head) {
-            hb_transport_fail_peer(ch.tr, w, "point-to-point: stray record");
+            refuse_record(w, "point-to-point: stray record");
             return;
         }
         if (ch.drain_delay > 0 && p->fifo_head == p->fifo_tail)
@@ -765,6 +780,22 @@ static void take_dup(int w, const struct hb_ring_hdr *h, const void *data,
         hb_p2p_rndv_resent(m, data);
 }
 
+/* Records of w before rseq that were placed but never completed here.
+ * One queue pair carries them in rseq order and A waits for each one's
+ * completion, so the ring's completions come without a gap unless the
+ * device lost one; A keeps nothing once a record completed (a DATA_SYNC
+ * record aside), so their messages are lost: the receives they match
+ * wait forever.  Not expected on a working device; said on any rank (a
+ * hang's only trace otherwise), counted. */
+static void gap(int w, const struct p2p_peer *p, uint32_t rseq)
+{
+    p2p.stats.ring_gaps += rseq - p->rx_placed - 1;
+    fprintf(stderr,
+            "hotbuf: rank %d: point-to-point: records %u..%u from rank %d "
+            "were placed but never completed here (lost)\n",
+            p2p.ctx->rank, p->rx_placed + 1, rseq - 1, w);
+}
+
 /* A record into its pair's merge; 0, or -1 when it names no pair.  data
  * is borrowed (a slot, or a RESEND's buffer): a record the merge or the
  * unexpected store keeps gets its own copy.  resent: it came by MPI,
@@ -779,6 +810,8 @@ static int take_record(int w, const struct hb_ring_hdr *h, const void *data,
     int rndv = h->type == HB_RING_DATA_RNDV && !resent;
     struct p2p_msg *m = ring_msg(h, data, rndv);
     struct p2p_peer *p = peer(w);
+    if (!resent && h->rseq > p->rx_placed + 1)
+        gap(w, p, h->rseq);
     if (h->rseq > p->rx_seen)
         p->rx_seen = h->rseq;
     if (!resent && h->rseq > p->rx_placed)
@@ -920,7 +953,7 @@ static void drain_peer(int w, struct p2p_peer *p)
         int b = (int)HB_P2P_IMM_BUCKET(body);
         uint32_t slot = HB_P2P_IMM_N(body);
         if (b >= p->rl.nbuckets || slot >= p->rl.count[b]) {
-            hb_transport_fail_peer(ch.tr, w, "point-to-point: bad slot");
+            refuse_record(w, "point-to-point: bad slot");
             return;
         }
         char *rec =
@@ -928,7 +961,7 @@ static void drain_peer(int w, struct p2p_peer *p)
         const struct hb_ring_hdr *h = (const void *)rec;
         uint32_t len = slot_len(h);
         if (len > p->rl.cap[b] || take_record(w, h, rec + HB_SLOT_HDR, 0)) {
-            hb_transport_fail_peer(ch.tr, w, "point-to-point: bad record");
+            refuse_record(w, "point-to-point: bad record");
             return;
         }
         hb_slot_rx_free(&p->srx, b, len);
@@ -1134,4 +1167,27 @@ void hb_p2p_inband(struct p2p_comm *c, struct p2p_rxpair *rp, MPI_Message msg,
         foreign(c, rp, b, bytes, st);
     }
     free(b);
+}
+
+/* ---- the state, for a hang's diagnosis (p2p_dump.c) ------------------- */
+
+void hb_p2p_chan_dump(FILE *f)
+{
+    for (int w = 0; p2p.peers && w < ch.size; w++) {
+        const struct p2p_peer *p = peer(w);
+        if (!p->stage && !p->region)
+            continue;
+        fprintf(f,
+                "hotbuf: p2p peer %d: tx up %d dead %d epoch %u rseq %u "
+                "starved %d | rx up %d dead %d epoch %u placed %u seen %u "
+                "need %u fifo %u pairs %d revoking %d acks %u | qp %d\n",
+                w, p->tx_up, p->tx_dead, p->tx_epoch, p->pp.rseq, p->starved,
+                p->rx_up, p->rx_dead, p->rx_epoch, p->rx_placed, p->rx_seen,
+                p->rx_need,
+                p->fifo_cap
+                    ? (p->fifo_tail + p->fifo_cap - p->fifo_head) % p->fifo_cap
+                    : 0,
+                p->rx_pairs, p->rx_revoking, p->nacks,
+                (int)hb_transport_peer_state(ch.tr, w));
+    }
 }

@@ -18,6 +18,7 @@
 
 #include <mpi.h>
 #include <stdint.h>
+#include <stdio.h>
 #include "util/uthash_keys.h"
 
 #include "core/ctx.h"
@@ -361,6 +362,9 @@ int hb_p2p_chan_sync_ack(int a, uint32_t id);
  * known delivered go again by MPI (cheap when none is pending) */
 void hb_p2p_chan_acks_check(void);
 void hb_p2p_chan_drain(void); /* receiver: placed records into merges */
+/* One line per peer with a channel: its sequence, credits, records taken
+ * (p2p_dump.c). */
+void hb_p2p_chan_dump(FILE *f);
 /* The merge of (A, c) released what it can: into matching. */
 void hb_p2p_release(struct p2p_comm *c, struct p2p_rxpair *rp);
 /* A pulled message of a switched sender with tag T*: ours (marker,

@@ -56,6 +56,7 @@ enum hb_p2p_refusal { HB_P2P_REFUSALS(HB_REPORT_ENUM) HB_P2P_NREFUSALS };
                                    registrations did not last (copied) */  \
     _(ring_received, "ring_received") /* records taken (receiver) */           \
     _(ring_dups, "ring_dups")         /* duplicates dropped (after a fault) */ \
+    _(ring_gaps, "ring_gaps")         /* records placed, never completed */    \
     _(ring_resends, "resends")        /* records resent by MPI (sender) */     \
     _(ring_resent_in, "resent_in")    /* RESENDs received */                   \
     _(closes_out, "closes")           /* CLOSEs sent at Comm_free (sender) */  \

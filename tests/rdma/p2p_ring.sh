@@ -133,6 +133,10 @@ random() {
             grep -v '^ *0x\|Shadow\|^$' "$r.err" | grep -A14 -m1 'ERROR: AddressSanitizer' >"$r.err.asan" &&
             mv "$r.err.asan" "$r.err"
         fail "$name" "digests differ from plain MPI (exit $rc)" "$r.err"
+        # hotbuf's own state at the watchdog (hotbuf_test_p2p_dump) and any
+        # lost record it saw: a hang seen once leaves its evidence in the log
+        grep -a '^hotbuf: \(p2p \|rank [0-9]*: point-to-point\)' "$r.err" |
+            head -80 | sed 's/^/    | /'
     elif [ "$(json "$r.json" 'r["p2p"]["ring"]["ring_msgs"] > 0')" != True ] ||
          [ -n "$check" ] && [ "$(json "$r.json" "$check")" != True ]; then
         fail "$name" "no ring traffic, or not what $variant must show: $ring" "$r.err"
