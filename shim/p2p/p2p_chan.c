@@ -143,6 +143,8 @@ static struct {
      * acknowledgement would take), its completion fails with the QP: it
      * goes again as a RESEND the receiver took already */
     int late_fault_tag;
+    /* test: making the receive region number rx_fail_at fails (0: none) */
+    uint64_t rx_fail_at, rx_makes;
 } ch;
 
 static struct p2p_peer *peer(int w)
@@ -222,6 +224,8 @@ int hb_p2p_chan_start(const struct hb_ctx *ctx)
     ch.ack_fault_at = ack_fault ? strtoull(ack_fault, NULL, 10) : 0;
     const char *late = getenv("HOTBUF_TEST_P2P_LATE_FAULT");
     ch.late_fault_tag = late ? atoi(late) : -1;
+    const char *rx_fail = getenv("HOTBUF_TEST_P2P_RX_FAIL");
+    ch.rx_fail_at = rx_fail ? strtoull(rx_fail, NULL, 10) : 0;
     const char *delay = getenv("HOTBUF_TEST_P2P_DRAIN_DELAY_US");
     ch.drain_delay = delay ? strtod(delay, NULL) * 1e-6 : 0;
     p2p.peers = calloc((size_t)ctx->size, sizeof(*p2p.peers));
@@ -318,6 +322,8 @@ static int charge(int w, struct p2p_peer *p, size_t bytes)
 static int rx_make(int w, struct p2p_peer *p)
 {
     uint32_t slots = 0;
+    if (++ch.rx_makes == ch.rx_fail_at)
+        return -1; /* test: as if the memory were not there */
     p->rx_budget = region_budget();
     if (hb_slot_layout_make(&p->rl, p->rx_budget, ch.max_msg))
         return -1;

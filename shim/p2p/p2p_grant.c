@@ -366,12 +366,15 @@ static int judge(const struct hb_ctrl *m, int world, struct p2p_comm **cp)
     return -1;
 }
 
-/* No channel for a pair judged fine: a new pair goes again, a revoked
- * one keeps its merge (A's messages may still be in it). */
+/* No channel for a pair judged fine: a new pair goes again.  One granted
+ * before stays, revoked: its merge may hold A's messages, and A, which
+ * may have seen a GRANT, then owes a CLOSE at its free that must be
+ * taken as hotbuf's and waited for.  Dropped, the pair's CLOSE went to
+ * the application (tests/mpi/p2p_regrant.c: a wildcard receive got it). */
 static void unjudge(struct p2p_comm *c, int src)
 {
     struct p2p_rxpair *rp = c->rx[src];
-    if (rp->mg.live || !hb_mg_empty(&rp->mg))
+    if (rp->grants || rp->mg.live || !hb_mg_empty(&rp->mg))
         return;
     free(rp);
     c->rx[src] = NULL;

@@ -49,6 +49,11 @@
 #        it (MPICH gave it the old context id and the RESEND before):
 #        output as plain MPI's, the duplicate dropped, the CLOSE in.
 #        .../disconnect: records both ways, MPI_Comm_disconnect.
+#  p2p_ring/regrant/FLAVOUR/np2  tests/mpi/p2p_regrant: a pair granted,
+#        revoked idle before any record, asked for again and refused (the
+#        receiver's second channel cannot be made, HOTBUF_TEST_P2P_RX_FAIL):
+#        the sender's CLOSE at its free stays hotbuf's, output as plain
+#        MPI's (a wildcard receive got the CLOSE before).
 #  p2p_ring/issend_freed/FLAVOUR/np2  tests/mpi/p2p_issend_freed: an
 #        Issend by ring on a communicator freed before it completes, its
 #        SYNC_ACK lost with the QP (HOTBUF_TEST_P2P_ACK_FAULT=1): it
@@ -252,6 +257,20 @@ closed() {
         "" HOTBUF_THRESHOLD=2 HOTBUF_TEST_P2P_LATE_FAULT=2 HOTBUF_TEST_P2P_CREDIT_WAIT_US=50000
 }
 
+# regrant MPI: tests/mpi/p2p_regrant, a pair granted, revoked idle before
+# any record (HOTBUF_P2P_IDLE=16), asked for again and refused as the
+# receiver cannot make its second channel (HOTBUF_TEST_P2P_RX_FAIL=2):
+# the sender's CLOSE at its free stays hotbuf's (it went to an
+# application's wildcard receive); output as plain MPI's.
+regrant() {
+    local mpi=$1 name=p2p_ring/regrant/$1/np2
+    only "$name" || return 0
+    two_ranks "$name" $mpi $work/regrant-$mpi build/$mpi/tests/p2p_regrant "" \
+        'r["p2p"]["ring"]["channels_freed"] > 0 and r["p2p"]["ring"]["grants_refused"]["budget"] > 0 and r["p2p"]["ring"]["closes_in"] > 0' \
+        '"%(channels_freed)d channel freed, %(granted)d granted, a grant refused, %(closes)d CLOSE sent, %(closes_in)d received" % r["p2p"]["ring"]' \
+        "" HOTBUF_P2P_IDLE=16 HOTBUF_TEST_P2P_RX_FAIL=2
+}
+
 # policy MPI COLD CHECK: tests/mpi/p2p_cold_mix (a hot 1 KiB buffer among
 # COLD cold messages per round on one communicator), grants asked for by
 # hotness alone: output as plain MPI's, and CHECK on the report.
@@ -329,6 +348,8 @@ issend_freed openmpi 40 rndv
 issend_freed mpich 400 rndv
 closed openmpi
 closed mpich 400
+regrant openmpi
+regrant mpich
 closed openmpi 40 disconnect
 closed mpich 400 disconnect
 # the grant policy: the hot buffer alone is granted; among 20 cold
