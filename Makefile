@@ -142,6 +142,11 @@ $(BUILD)/tests/%: tests/mpi/%.c tests/mpi/digest.h
 	@mkdir -p $(dir $@)
 	$(MPICC) -O2 -g -Wall -o $@ $<
 
+# Preloaded after hotbuf by tests: an MPI that reads send buffers late.
+$(BUILD)/tests/late_isend.so: tests/mpi/preload/late_isend.c
+	@mkdir -p $(dir $@)
+	$(MPICC) -shared -fPIC -O2 -g -Wall -o $@ $< -ldl
+
 # Fortran-to-C conversions on their own (request and status arrays).
 $(BUILD)/tests/f_convert_check: tests/mpi/f_convert_check.c pmpi/f_convert.c pmpi/f_convert.h
 	@mkdir -p $(dir $@)
@@ -169,7 +174,7 @@ build/tools/bench-table: tools/bench/bench-table.c $(CORE_SRC) $(HEADERS)
 	$(CC) $(CFLAGS_COMMON) -fvisibility=default $(INCLUDES) -o $@ $< $(CORE_SRC) $(LIBS)
 
 .PHONY: mpi-tests unit-tests tools
-mpi-tests: $(LIB) $(MPI_TEST_BIN) $(TOOLS_BIN)
+mpi-tests: $(LIB) $(MPI_TEST_BIN) $(BUILD)/tests/late_isend.so $(TOOLS_BIN)
 unit-tests: $(UNIT_BIN)
 tools: $(LIB) $(TOOLS_BIN) build/tools/bench-table
 

@@ -30,7 +30,12 @@
 #define HB_CTRL_TAG 7
 #define HB_ASK_BACKOFF 1024 /* sends on a refused pair before asking again */
 
-/* Sends in flight: the buffer lives until MPI is done with it. */
+/* A send in flight: its buffer stays where MPI was given it until MPI is
+ * done with it (MPI may read it at any later progress, as UCX does while
+ * an endpoint connects), so each has its own allocation: an array of
+ * them moved that buffer at every realloc and at every reap that filled
+ * a hole, and the next message overwrote a slot whose send was still
+ * pending (tests/mpi/late_isend.c). */
 struct ctrl_out {
     MPI_Request req;
     struct hb_ctrl msg;
@@ -38,7 +43,7 @@ struct ctrl_out {
 
 static struct {
     int on; /* the handshake communicator exists (every rank alike) */
-    struct ctrl_out *out;
+    struct ctrl_out **out; /* the array holds pointers: it may move */
     int nout, capout;
     int size;        /* of p2p.ctrl */
     uint32_t *sent;  /* [size]: handshake messages sent to each rank */
@@ -111,8 +116,10 @@ static void drain_unread(void)
 
 void hb_p2p_grant_stop(void)
 {
-    for (int i = 0; i < g.nout; i++)
-        PMPI_Wait(&g.out[i].req, MPI_STATUS_IGNORE);
+    for (int i = 0; i < g.nout; i++) {
+        PMPI_Wait(&g.out[i]->req, MPI_STATUS_IGNORE);
+        free(g.out[i]);
+    }
     if (g.on)
         drain_unread();
     free(g.sent);
@@ -136,32 +143,46 @@ static void reap(void)
 {
     for (int i = 0; i < g.nout;) {
         int done = 0;
-        PMPI_Test(&g.out[i].req, &done, MPI_STATUS_IGNORE);
-        if (done)
+        PMPI_Test(&g.out[i]->req, &done, MPI_STATUS_IGNORE);
+        if (done) {
+            free(g.out[i]);
             g.out[i] = g.out[--g.nout];
-        else
+        } else
             i++;
     }
 }
 
+/* Room for one more send in flight; the array is grown after the send
+ * is posted: a progress hook run inside PMPI_Isend may send too. */
+static int out_room(void)
+{
+    if (g.nout < g.capout)
+        return 0;
+    int cap = g.capout ? 2 * g.capout : 8;
+    struct ctrl_out **v = realloc(g.out, (size_t)cap * sizeof(*v));
+    if (!v)
+        return -1;
+    g.out = v;
+    g.capout = cap;
+    return 0;
+}
+
 int hb_p2p_ctrl_send(const struct hb_ctrl *m, int world)
 {
-    if (!g.on)
-        return -1;
-    if (g.nout == g.capout) {
-        int cap = g.capout ? 2 * g.capout : 8;
-        struct ctrl_out *v = realloc(g.out, (size_t)cap * sizeof(*v));
-        if (!v)
-            return -1; /* the peer never hears: the pair stays on MPI */
-        g.out = v;
-        g.capout = cap;
-    }
-    struct ctrl_out *o = &g.out[g.nout];
+    struct ctrl_out *o;
+    if (!g.on || !(o = malloc(sizeof(*o))))
+        return -1; /* the peer never hears: the pair stays on MPI */
     o->msg = *m;
     if (PMPI_Isend(&o->msg, (int)sizeof(o->msg), MPI_BYTE, world, HB_CTRL_TAG,
-                   p2p.ctrl, &o->req) != MPI_SUCCESS)
+                   p2p.ctrl, &o->req) != MPI_SUCCESS) {
+        free(o);
         return -1;
-    g.nout++;
+    }
+    if (out_room()) { /* posted: it goes, but nowhere to keep it */
+        PMPI_Wait(&o->req, MPI_STATUS_IGNORE);
+        free(o);
+    } else
+        g.out[g.nout++] = o;
     if (g.sent)
         g.sent[world]++;
     return 0;

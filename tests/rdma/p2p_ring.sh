@@ -24,6 +24,12 @@
 #        AddressSanitizer (make ASAN=1): no heap error, in hotbuf or in the
 #        MPI calls it makes (a use-after-free there broke Open MPI's heap
 #        at a later free, far from its cause).
+#  .../late                      the same with every rank also under
+#        tests/mpi/preload/late_isend.c, an MPI that reads the buffer of a
+#        handshake send late (at its test, or a few MPI calls later, as UCX
+#        does while an endpoint connects) and aborts if it changed: hotbuf
+#        kept those buffers in an array it moved and refilled while their
+#        sends were pending (a lost or doubled GRANT, SYNC_ACK, REVOKE).
 #  .../allocmem                  the same with every buffer from
 #        MPI_Alloc_mem (P2P_RANDOM_ALLOC_MEM=1): served from hotbuf's
 #        registered chunks (one call in four has an info key: the MPI's),
@@ -121,9 +127,19 @@ random() {
         set -- "$@" ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=64:halt_on_error=1
     fi
     [[ $variant == *allocmem ]] && [ $mpi = openmpi ] && opt+=(-x P2P_RANDOM_ALLOC_MEM)
+    # late: each rank runs under tests/mpi/preload/late_isend.c too (after
+    # hotbuf in LD_PRELOAD), an MPI that reads handshake sends' buffers late
+    local pre=()
+    if [[ $variant == late* ]]; then
+        pre=("$work/late-$mpi.sh")
+        printf '#!/bin/sh\nLD_PRELOAD=$LD_PRELOAD:%s exec "$@"\n' \
+            "$(pwd)/build/$mpi/tests/late_isend.so" >"${pre[0]}"
+        chmod +x "${pre[0]}"
+    fi
+    [ -n "${P2P_RING_LIB:-}" ] && hb=(--lib="$P2P_RING_LIB") # an older build, to see a test fail
     env "$@" P2P_RANDOM_LARGE=$large P2P_RANDOM_HOT=1 HOTBUF_P2P_RING=1 HOTBUF_TEST_P2P_ASK=1 HOTBUF_INTRANODE=1 \
         HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$r timeout 1200 tools/hotbuf-run "${hb[@]}" -- \
-        mpiexec.$mpi "${opt[@]}" -n $n $prog 0 $seeds >"$r.out" 2>"$r.err"
+        mpiexec.$mpi "${opt[@]}" -n $n "${pre[@]}" $prog 0 $seeds >"$r.out" 2>"$r.err"
     local rc=$? ring
     ring=$(json "$r.json" 'r["p2p"]["ring"]' 2>&1)
     if [ $rc != 0 ] || [ "$(grep -c '^seed .* errors 0 digest' "$plain")" != "$seeds" ] ||
@@ -376,6 +392,10 @@ for n in 2 4; do
         $([ $n = 4 ] && echo HOTBUF_TEST_P2P_FAULT=40)
 done
 random openmpi 2 asan ""
+# handshake sends whose buffers MPI reads late (as UCX may): hotbuf moved
+# and overwrote them while pending (tests/mpi/preload/late_isend.c aborts)
+random openmpi 2 late ""
+random mpich 2 late ""
 random openmpi 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
 random mpich 2 ask ""
 random mpich 2 allocmem "$allocmem" P2P_RANDOM_ALLOC_MEM=1
