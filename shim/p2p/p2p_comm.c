@@ -246,6 +246,11 @@ static void drop_pairs(struct p2p_comm *c, int closing)
  * communicator that is going away: MPI would drop them too). */
 static void drop(struct p2p_comm *c, int closing)
 {
+    /* drop_pairs' CLOSEs and REVOKEs are MPI calls, which may run the
+     * progress hook: its poll must not claim on c while c's pairs are
+     * being freed */
+    int was_busy = p2p.busy;
+    p2p.busy = 1;
     drop_pairs(c, closing);
     hb_p2p_psend_drop_comm(c->comm);
     if (c->state == COMM_PULLED) {
@@ -265,6 +270,7 @@ static void drop(struct p2p_comm *c, int closing)
     HASH_DEL(p2p.comms, c);
     free(c);
     hb_p2p_update_engaged();
+    p2p.busy = was_busy;
 }
 
 static int by_seq(const void *a, const void *b)
@@ -503,7 +509,7 @@ void hb_p2p_flush_frees(void)
         return;
     HASH_ITER(hh, p2p.comms, c, tmp)
     {
-        if (c->free_deferred && close_tx(c) && !c->pending &&
+        if (c->free_deferred && close_tx(c) && !c->pending && !c->persistent &&
             !awaited_closes(c)) {
             MPI_Comm comm = c->comm;
             drop(c, 1);
@@ -535,9 +541,12 @@ int hb_p2p_comm_free(MPI_Comm *comm)
         c = NULL; /* cannot happen: the application's handle is NULL */
     if (c)
         close_tx(c);
-    if (c && (c->pending || awaited_closes(c))) {
+    /* A persistent receive may be started after the free: c stays, or
+     * the messages hotbuf claimed on c for it would be dropped with c
+     * (p2p_pull's persistent_freed hung so at 4 ranks). */
+    if (c && (c->pending || c->persistent || awaited_closes(c))) {
         c->free_deferred = 1;
-        p2p.stats.frees_deferred += c->pending > 0;
+        p2p.stats.frees_deferred += c->pending > 0 || c->persistent > 0;
         p2p.stats.frees_closing += awaited_closes(c) > 0;
         *comm = MPI_COMM_NULL;
         return MPI_SUCCESS;

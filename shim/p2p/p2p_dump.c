@@ -48,11 +48,12 @@ static void dump_comm(FILE *f, const struct p2p_comm *c)
     int pulled = c->state == COMM_PULLED;
     fprintf(f,
             "hotbuf: p2p comm %#llx: state %d size %d rank %d cid %u pending "
-            "%d deferred %d held %d tx_closed %d | matcher posted %llu "
+            "%d persistent %d deferred %d held %d tx_closed %d | matcher "
+            "posted %llu "
             "unexpected %llu\n",
             (unsigned long long)c->key, c->state, c->size, c->rank, c->cid,
-            c->pending, c->free_deferred, c->sends_held, c->tx_closed,
-            pulled ? (unsigned long long)c->m.n_posted : 0ull,
+            c->pending, c->persistent, c->free_deferred, c->sends_held,
+            c->tx_closed, pulled ? (unsigned long long)c->m.n_posted : 0ull,
             pulled ? (unsigned long long)c->m.n_unexp : 0ull);
     for (int i = 0; c->rx && i < c->size; i++)
         if (c->rx[i])

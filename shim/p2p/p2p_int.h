@@ -47,7 +47,11 @@ struct p2p_comm {
     struct hb_list link;  /* on p2p.pulled */
     int pending;          /* hotbuf receives posted or matched, not done,
                              and rendezvous sends not acknowledged */
-    int free_deferred;    /* the application freed it: free at pending 0 */
+    int persistent;       /* hotbuf's persistent receives on c: they may be
+                             started after the application's free, so c
+                             (and the messages claimed on it) lives on */
+    int free_deferred;    /* the application freed it: free at pending 0
+                             and persistent 0 */
     int sends_held;       /* of pending: rendezvous sends, resent on c if
                              their peer fails (p2p_sync.c) */
     int tx_closed;        /* our CLOSEs on c are sent (p2p_comm.c) */
@@ -128,6 +132,7 @@ struct p2p_req {
     MPI_Request handle;
     int state;      /* enum p2p_req_state */
     int persistent; /* made by Recv_init: handle is MPI's, inactive */
+    int holds_comm; /* counts in c->persistent until released */
     int psend;      /* a persistent send's Start that went by ring: the
                        handle is MPI's, left inactive; done, dropped at
                        completion */

@@ -150,6 +150,8 @@ int hb_p2p_recv_init(void *buf, MPI_Count count, MPI_Datatype type, int source,
     r->comm = comm;
     r->c = c;
     r->persistent = 1;
+    r->holds_comm = 1;
+    c->persistent++;
     r->state = RQ_INACTIVE;
     recv_pin(r);
     hb_p2p_req_insert(r);
@@ -165,14 +167,22 @@ int hb_p2p_start(MPI_Request *req)
         return MPI_SUCCESS;
     if (!r || !r->persistent || r->state != RQ_INACTIVE)
         return PMPI_Start(req); /* MPI raises what must be raised */
-    c = hb_p2p_comm_recv_call(r->comm, r->n.source);
+    if (!r->c || r->c->state == COMM_OFF) {
+        /* Its communicator was disconnected or finalized (asking about
+         * the handle now would touch a freed communicator) or will never
+         * be pulled: MPI's alone from here, else Wait would find it
+         * inactive and return at once. */
+        hb_p2p_req_release(r);
+        return PMPI_Start(req);
+    }
+    c = hb_p2p_comm_recv_call(r->comm, r->source);
     if (c) {
         r->seq = 0;
         hb_p2p_req_post(c, r);
         return MPI_SUCCESS;
     }
     int rc = PMPI_Start(req);
-    if (rc == MPI_SUCCESS && r->c && r->c->state == COMM_NORMAL) {
+    if (rc == MPI_SUCCESS) { /* tracked: c may enter pull while it waits */
         r->state = RQ_PMPI;
         r->cancelled = 0;
         r->seq = ++p2p.seq;

@@ -134,6 +134,8 @@ void hb_p2p_req_release(struct p2p_req *r)
         hb_p2p_update_engaged();
     }
     hb_list_del(&r->orphan);
+    if (r->holds_comm && r->c)
+        r->c->persistent--; /* its free may be due (hb_p2p_flush_frees) */
     if (r->pool)
         p2p.pool[p2p.npool++] = r->handle; /* room: it came from there */
     if (r->type_dup)

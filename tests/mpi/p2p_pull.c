@@ -2,7 +2,8 @@
  * P2P-DESIGN.md §5.7 and §5.9 on a ring, each rank receiving from its
  * left neighbour.  Receives pending when the communicator enters pull
  * (first, for HOTBUF_P2P_PULL=after:2), probes and matched probes,
- * cancel, persistent receives, mixed Waitany/Testsome/Testall arrays,
+ * cancel, persistent receives (on a new communicator, and after its
+ * free), mixed Waitany/Testsome/Testall arrays,
  * MPI_STATUS_IGNORE, derived datatypes (count and elements), dup'd and
  * split communicators, Comm_free with a receive pending, Sendrecv
  * (_replace), Request_get_status and truncation under MPI_ERRORS_RETURN.
@@ -198,6 +199,35 @@ static void persistent(void)
     say("persistent: 3 rounds of Startall");
 }
 
+/* Persistent requests on a new communicator, started first (without
+ * progress inside MPI that communicator is found unpullable right then),
+ * then after the free of their communicator, which they outlive (MPI-4.0
+ * §7.4.3: the free waits for every reference; hotbuf forgot the
+ * communicator at the free, MPI has the receive). */
+static void persistent_freed(void)
+{
+    MPI_Comm d;
+    MPI_Request q[2];
+    MPI_Status st[2];
+    int a, s;
+    MPI_Comm_dup(MPI_COMM_WORLD, &d);
+    MPI_Recv_init(&a, 1, MPI_INT, left, 43, d, &q[0]);
+    MPI_Send_init(&s, 1, MPI_INT, right, 43, d, &q[1]);
+    for (int round = 0; round < 4; round++) {
+        if (round == 1)
+            MPI_Comm_free(&d);
+        a = -1;
+        s = rank * 1000 + round;
+        MPI_Startall(2, q);
+        MPI_Waitall(2, q, st);
+        fold(&a, sizeof(a));
+        fold_status(&st[0], MPI_INT);
+    }
+    MPI_Request_free(&q[0]);
+    MPI_Request_free(&q[1]);
+    say("persistent: on a new communicator, then after its free");
+}
+
 /* Arrays that mix hotbuf's receives, MPI's sends and null handles. */
 static void mixed(void)
 {
@@ -383,6 +413,7 @@ int main(int argc, char **argv)
     probes();
     cancel();
     persistent();
+    persistent_freed();
     mixed();
     datatypes();
     communicators();
