@@ -343,6 +343,11 @@ int hb_p2p_request_free(MPI_Request *req)
     r->freed = 1;
     hb_list_add_head(&p2p.orphans, &r->orphan);
     *req = MPI_REQUEST_NULL;
-    hb_p2p_poll_orphans();
+    if (!p2p.busy) { /* an orphan's PMPI_Test may run the hook, whose poll
+                        would finish the same orphans under this loop */
+        p2p.busy = 1;
+        hb_p2p_poll_orphans();
+        p2p.busy = 0;
+    }
     return MPI_SUCCESS;
 }
