@@ -49,8 +49,7 @@ static void dump_comm(FILE *f, const struct p2p_comm *c)
     fprintf(f,
             "hotbuf: p2p comm %#llx: state %d size %d rank %d cid %u pending "
             "%d persistent %d deferred %d held %d tx_closed %d | matcher "
-            "posted %llu "
-            "unexpected %llu\n",
+            "posted %llu unexpected %llu\n",
             (unsigned long long)c->key, c->state, c->size, c->rank, c->cid,
             c->pending, c->persistent, c->free_deferred, c->sends_held,
             c->tx_closed, pulled ? (unsigned long long)c->m.n_posted : 0ull,

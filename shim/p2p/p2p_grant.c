@@ -35,7 +35,7 @@
  * an endpoint connects), so each has its own allocation: an array of
  * them moved that buffer at every realloc and at every reap that filled
  * a hole, and the next message overwrote a slot whose send was still
- * pending (tests/mpi/late_isend.c). */
+ * pending (tests/mpi/preload/late_isend.c). */
 struct ctrl_out {
     MPI_Request req;
     struct hb_ctrl msg;

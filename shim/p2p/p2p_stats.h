@@ -109,8 +109,8 @@ struct hb_p2p_summary {
     uint64_t probes_answered; /* probes served from the store */
     uint64_t mprobes;         /* message handles handed out */
     uint64_t truncated;       /* receives that raised MPI_ERR_TRUNCATE */
-    uint64_t
-        frees_deferred; /* Comm_free delayed by pending or persistent receives */
+    uint64_t frees_deferred;  /* Comm_free delayed: receives pending or
+                                 persistent */
     HB_P2P_RING_COUNTERS(HB_P2P_COUNTER_FIELD)
     uint64_t pairs_refused[HB_P2P_NREFUSALS];  /* sender: refused, by why */
     uint64_t grants_refused[HB_P2P_NREFUSALS]; /* receiver: refused */
