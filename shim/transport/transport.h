@@ -324,6 +324,88 @@ int hb_transport_close(struct hb_transport *t, char *why, size_t why_len);
  * Writes a one-line account into msg; 0 if fork() is safe afterwards. */
 int hb_transport_fork_prepare(int mode, char *msg, size_t msg_len);
 
+/* ---- multicast (UD), transport_mcast.c ---------------------------------------------------- */
+/* One sender's packets to every QP attached to its group, replicated by the
+ * network.  UD's contract: at most one MTU per packet, packets may be lost
+ * or arrive late, receives complete in arrival order.  The caller names
+ * its packets in the immediate and repairs losses.  RoCE v2 with an IPv4
+ * GID only (the group is an IP multicast address the host joins). */
+struct hb_tr_mcast;
+
+/* A group as its sender chose it: address (GID ::ffff:239.x.y.z) and Q_Key. */
+struct hb_tr_mgroup {
+    uint8_t gid[16];
+    uint32_t qkey;
+};
+
+/* 0 if this transport's port can do multicast; -1 and why otherwise. */
+int hb_tr_mcast_supported(const struct hb_transport *t, char *why, size_t len);
+
+/* A fresh random group for this rank to send to (239.192.0.0/14). */
+void hb_tr_mcast_group_new(struct hb_transport *t, struct hb_tr_mgroup *g);
+
+/* The sender side for group own and one receiving QP per entry of
+ * groups[nrecv] (receive queue index i for groups[i]), each joined and
+ * attached; depth: receives per QP and packets in flight on the send side
+ * at most.  Nothing is posted: the caller posts the receives. */
+int hb_tr_mcast_open(struct hb_transport *t, const struct hb_tr_mgroup *own,
+                     const struct hb_tr_mgroup *groups, int nrecv,
+                     uint32_t depth, struct hb_tr_mcast **out, char *why,
+                     size_t len);
+
+/* The most one packet carries (the port's active MTU). */
+uint32_t hb_tr_mcast_mtu(const struct hb_tr_mcast *m);
+
+/* One receive on queue q into (addr, len <= mtu, lkey); wr_id (48 bits)
+ * comes back with its packet.  HB_TR_OK, HB_TR_EINVAL, HB_TR_FAILED. */
+int hb_tr_mcast_post_recv(struct hb_tr_mcast *m, int q, uint64_t wr_id,
+                          void *addr, uint32_t len, uint32_t lkey);
+
+/* len bytes from (addr, lkey) to the own group in ceil(len / mtu) packets
+ * (one for len 0), packet k with immediate imm_base + k.  HB_TR_OK;
+ * HB_TR_BUSY: fewer free send entries than packets (retry; the send
+ * completions are polled here); HB_TR_EINVAL: more packets than depth;
+ * HB_TR_FAILED.  The source stays untouched until hb_tr_mcast_send_idle. */
+int hb_tr_mcast_send(struct hb_tr_mcast *m, const void *addr, size_t len,
+                     uint32_t lkey, uint32_t imm_base);
+
+/* One packet received on queue q.  ok == 0: an error completion (its data
+ * is not to be used; wr_id is valid). */
+struct hb_tr_mcast_event {
+    int q;
+    int ok;
+    int has_imm;
+    uint32_t imm;
+    uint32_t len; /* payload bytes (the route header not counted) */
+    uint64_t wr_id;
+};
+
+/* Up to max (at most 16) received packets into ev; their number, 0, or
+ * HB_TR_FAILED.  Sends complete apart: a caller may leave packets queued
+ * (they wait in the completion queue, which holds every posted receive)
+ * and still learn that its sends finished. */
+int hb_tr_mcast_poll(struct hb_tr_mcast *m, struct hb_tr_mcast_event *ev,
+                     int max);
+
+/* 1 when every packet posted has been sent (its source is free again), 0
+ * while some are pending, HB_TR_FAILED on an error completion. */
+int hb_tr_mcast_send_idle(struct hb_tr_mcast *m);
+
+struct hb_tr_mcast_stats {
+    uint64_t sends, packets_sent, packets_dropped, packets_received,
+        recvs_posted;
+};
+void hb_tr_mcast_get_stats(const struct hb_tr_mcast *m,
+                           struct hb_tr_mcast_stats *s);
+
+/* Leaves the groups, destroys the QPs (posted receives are dropped: the
+ * NIC writes nothing after this returns).  NULL is fine. */
+void hb_tr_mcast_close(struct hb_tr_mcast *m);
+
+/* Tests only: packets number every-1, 2*every-1, ... since open are not
+ * posted, as if the network lost them (0: none). */
+void hb_tr_mcast_debug_drop(struct hb_tr_mcast *m, unsigned every);
+
 /* ---- tests only -------------------------------------------------------------------------- */
 /* Moves peer's RC QP to the ERROR state behind the transport's back, as a
  * fatal device/link error would: the failure must be detected by progress. */

@@ -1218,6 +1218,181 @@ static void phase_absent(struct hb_transport_params *p)
     close_inst(&in);
 }
 
+/* ---- multicast -------------------------------------------------------------------------- */
+#define MC_DEPTH 64
+#define MC_PKTS 4 /* packets per message in the delivery check */
+
+struct mc_side {
+    struct hb_tr_mcast *m;
+    uint8_t *rx; /* nranks - 1 queues x MC_DEPTH slots of mtu bytes */
+    struct ibv_mr *mr;
+    uint32_t mtu;
+};
+
+/* Opens a multicast instance listening to every other rank's group (their
+ * Q_Keys xor qkey_flip); posts MC_DEPTH receives per queue. */
+static int mc_open(struct inst *in, const struct hb_tr_mgroup *groups,
+                   uint32_t qkey_flip, struct mc_side *s, char *why, size_t len)
+{
+    struct hb_tr_mgroup others[64], own;
+    int n = 0;
+    for (int r = 0; r < nranks; r++)
+        if (r != rank) {
+            others[n] = groups[r];
+            others[n++].qkey ^= qkey_flip;
+        }
+    hb_tr_mcast_group_new(in->t, &own);
+    memset(s, 0, sizeof(*s));
+    if (hb_tr_mcast_open(in->t, &own, others, n, MC_DEPTH, &s->m, why, len))
+        return -1;
+    s->mtu = hb_tr_mcast_mtu(s->m);
+    size_t bytes = (size_t)n * MC_DEPTH * s->mtu;
+    s->rx = calloc(1, bytes ? bytes : 1);
+    s->mr = ibv_reg_mr(hb_transport_pd(in->t), s->rx, bytes ? bytes : 1,
+                       IBV_ACCESS_LOCAL_WRITE);
+    if (!s->mr)
+        return -1;
+    for (int q = 0; q < n; q++)
+        for (int k = 0; k < MC_DEPTH; k++)
+            if (hb_tr_mcast_post_recv(s->m, q, (uint64_t)k,
+                                      s->rx +
+                                          ((size_t)q * MC_DEPTH + k) * s->mtu,
+                                      s->mtu, s->mr->lkey))
+                return -1;
+    return 0;
+}
+
+static void mc_close(struct mc_side *s)
+{
+    hb_tr_mcast_close(s->m);
+    if (s->mr)
+        ibv_dereg_mr(s->mr);
+    free(s->rx);
+}
+
+/* Polls s for secs, or until want packets came in; checks each packet's
+ * immediate (sender << 16 | k) and payload, reposts it.  Returns the
+ * packets received; got[peer][k] counts each; *bad: wrong ones. */
+static int mc_collect(struct mc_side *s, int want, double secs, int got[][16],
+                      int *bad, size_t msg)
+{
+    int n = 0;
+    double t0 = now();
+    while (n < want && now() - t0 < secs) {
+        struct hb_tr_mcast_event ev[16];
+        int e = hb_tr_mcast_poll(s->m, ev, 16);
+        for (int i = 0; i < e; i++) {
+            int peer = ev[i].q < rank ? ev[i].q : ev[i].q + 1;
+            uint32_t k = ev[i].imm & 0xffff;
+            uint8_t *slot =
+                s->rx + ((size_t)ev[i].q * MC_DEPTH + ev[i].wr_id) * s->mtu;
+            size_t off = k * s->mtu,
+                   l = msg - off < s->mtu ? msg - off : s->mtu;
+            int okp = ev[i].ok && ev[i].has_imm &&
+                      (int)(ev[i].imm >> 16) == peer && k < 16 &&
+                      ev[i].len == l &&
+                      !mismatches(slot, l, (uint32_t)(peer + 100), off);
+            if (okp)
+                got[peer][k]++, n++;
+            else
+                (*bad)++;
+            hb_tr_mcast_post_recv(s->m, ev[i].q, ev[i].wr_id, slot, s->mtu,
+                                  s->mr->lkey);
+        }
+    }
+    return n;
+}
+
+static void phase_mcast(struct inst *in)
+{
+    char why[256] = "";
+    int sup = hb_tr_mcast_supported(in->t, why, sizeof(why)) == 0;
+    check(sup, "mcast_supported", "RoCE v2, IPv4 GID%s%s", why[0] ? ": " : "",
+          why);
+    if (!sup || nranks > 16)
+        return;
+    /* every rank's group, as the Allgather exchanges them at creation */
+    struct hb_tr_mgroup mine, groups[64];
+    struct mc_side s, w;
+    hb_tr_mcast_group_new(in->t, &mine);
+    PMPI_Allgather(&mine, sizeof(mine), MPI_BYTE, groups, sizeof(mine),
+                   MPI_BYTE, comm);
+    /* s: the right Q_Keys; w: listens to the same groups with wrong ones */
+    int ok = mc_open(in, groups, 0, &s, why, sizeof(why)) == 0;
+    int okw = ok && mc_open(in, groups, 0x40, &w, why, sizeof(why)) == 0;
+    check(ok && okw, "mcast_open", "%d groups joined and attached twice: %s",
+          nranks - 1, why[0] ? why : "ok");
+    if (!ok || !okw)
+        return;
+    /* the sender side belongs to a third instance: one whose own group is
+     * the one the others listen to */
+    struct hb_tr_mcast *tx = NULL;
+    int oktx = hb_tr_mcast_open(in->t, &mine, NULL, 0, MC_DEPTH, &tx, why,
+                                sizeof(why)) == 0;
+    size_t msg = (size_t)s.mtu * MC_PKTS - s.mtu / 2;
+    fill(B.src, msg, (uint32_t)(rank + 100), 0);
+    struct ibv_mr *smr =
+        ibv_reg_mr(hb_transport_pd(in->t), B.src, msg, IBV_ACCESS_LOCAL_WRITE);
+    PMPI_Barrier(comm); /* every receive posted */
+    int rc = oktx && smr ? hb_tr_mcast_send(tx, B.src, msg, smr->lkey,
+                                            (uint32_t)rank << 16)
+                         : -9;
+    int got[64][16], gotw[64][16], bad = 0, badw = 0;
+    memset(got, 0, sizeof(got));
+    memset(gotw, 0, sizeof(gotw));
+    int want = (nranks - 1) * MC_PKTS;
+    int n = mc_collect(&s, want, 10, got, &bad, msg);
+    int idle = 0;
+    while (tx && (idle = hb_tr_mcast_send_idle(tx)) == 0)
+        ;
+    int nw = mc_collect(&w, 1, 0.5, gotw, &badw, msg);
+    int once = 1;
+    for (int r = 0; r < nranks; r++)
+        for (int k = 0; k < MC_PKTS; k++)
+            once &= got[r][k] == (r != rank);
+    check(
+        rc == 0 && n == want && !bad && once, "mcast_deliver",
+        "%d packets of %zu B in, %d wanted, each once: %d, wrong %d (send %d)",
+        n, msg, want, once, bad, rc);
+    check(nw == 0 && !badw, "mcast_qkey",
+          "QPs of the same groups with another Q_Key took %d packets",
+          nw + badw);
+
+    /* losses: the sender skips packets 2 and 5 (of its 6th..11th since open) */
+    hb_tr_mcast_debug_drop(tx, 3);
+    size_t msg6 = (size_t)s.mtu * 6;
+    fill(B.src, msg6, (uint32_t)(rank + 100), 0);
+    ibv_dereg_mr(smr);
+    smr =
+        ibv_reg_mr(hb_transport_pd(in->t), B.src, msg6, IBV_ACCESS_LOCAL_WRITE);
+    memset(got, 0, sizeof(got));
+    bad = 0;
+    PMPI_Barrier(comm);
+    rc =
+        smr ? hb_tr_mcast_send(tx, B.src, msg6, smr->lkey, (uint32_t)rank << 16)
+            : -9;
+    n = mc_collect(&s, (nranks - 1) * 6, 2, got, &bad, msg6);
+    int lost_right = 1;
+    for (int r = 0; r < nranks; r++)
+        for (int k = 0; k < 6; k++)
+            lost_right &= got[r][k] == (r != rank && k != 1 && k != 4);
+    struct hb_tr_mcast_stats st;
+    hb_tr_mcast_get_stats(tx, &st);
+    check(
+        rc == 0 && lost_right && !bad && st.packets_dropped == 2, "mcast_loss",
+        "6 packets sent with every third dropped: %d in, packets 1 and 4 missing: %d, "
+        "dropped %llu",
+        n, lost_right, (unsigned long long)st.packets_dropped);
+    while (hb_tr_mcast_send_idle(tx) == 0)
+        ;
+    PMPI_Barrier(comm);
+    if (smr)
+        ibv_dereg_mr(smr);
+    hb_tr_mcast_close(tx);
+    mc_close(&w);
+    mc_close(&s);
+}
+
 static void phase_memory(struct inst *in)
 {
     struct hb_transport_mem m;
@@ -1340,6 +1515,7 @@ static int mpi_mode(int argc, char **argv)
     phase_send(&A);
     phase_loopback(&A);
     phase_memory(&A);
+    phase_mcast(&A);
     phase_bad_rkey(&A);
     if (!rc)
         phase_qp_error(&S);
