@@ -405,12 +405,16 @@ static void choose_buffer(struct ag_call *a, void *rbuf, int direct,
     a->rkey = hb_region_mr(*reg)->rkey;
 }
 
-enum { ALGO_RD, ALGO_RING, ALGO_DIRECT };
+enum { ALGO_RD, ALGO_RING, ALGO_DIRECT, ALGO_MCAST };
 
-/* The same on every rank: from the shared thresholds and the block. */
+/* The same on every rank: from the shared thresholds and the block (c->mc
+ * was agreed at creation). */
 static int choose_algo(const struct hb_config *cfg, const struct hb_ag_comm *c,
                        uint64_t block, int zcopy)
 {
+    if (!zcopy && c->mc && cfg->ag_mcast && block >= cfg->ag_mcast &&
+        block <= hb_ag_mc_block_max(c))
+        return ALGO_MCAST;
     if (!zcopy && block < cfg->ag_direct && c->size <= HB_AG_SLOTS)
         return ALGO_DIRECT;
     return !c->pow2 || block >= cfg->ag_ring ? ALGO_RING : ALGO_RD;
@@ -419,16 +423,18 @@ static int choose_algo(const struct hb_config *cfg, const struct hb_ag_comm *c,
 static void count_call(struct hb_ag *ag, const struct ag_call *a, int algo,
                        uint64_t total)
 {
-    static const int ids[3][2] = {{HB_AG_RD_COPY, HB_AG_RD_ZCOPY},
+    static const int ids[4][2] = {{HB_AG_RD_COPY, HB_AG_RD_ZCOPY},
                                   {HB_AG_RING_COPY, HB_AG_RING_ZCOPY},
-                                  {HB_AG_DIRECT_COPY, HB_AG_DIRECT_COPY}};
+                                  {HB_AG_DIRECT_COPY, HB_AG_DIRECT_COPY},
+                                  {HB_AG_MCAST, HB_AG_MCAST}};
     ag->stats.algos[ids[algo][a->zcopy]]++;
     ag->stats.calls_rdma++;
     ag->stats.bytes_rdma += total;
 }
 
 /* The longest single write of a call: recursive doubling's last step
- * writes half the array, the ring and direct one block at most. */
+ * writes half the array, the ring, direct and a multicast repair one
+ * block at most. */
 static uint64_t longest_write(const struct hb_ag_comm *c, int algo,
                               uint64_t block)
 {
@@ -472,7 +478,10 @@ int hb_ag_run(struct hb_ag *ag, struct hb_ag_comm *c, const void *sbuf,
     if (!a.fail)
         place_own_block(&a, sbuf, scount, stype, rbuf, rcount, rtype);
 
-    if (algo == ALGO_DIRECT)
+    if (algo == ALGO_MCAST) {
+        struct hb_ag_mc_call m = {a.seq, block, a.buf, a.out, a.lkey};
+        hb_ag_mc_run(ag, c, &m);
+    } else if (algo == ALGO_DIRECT)
         direct_to_all(&a);
     else if (algo == ALGO_RING)
         ring(&a);

@@ -92,6 +92,9 @@ void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len)
     case HB_AG_IMM_RD: flag_raise(&c->area->rd[k], v); break;
     case HB_AG_IMM_READY: flag_raise(&c->area->ready[k], v); break;
     case HB_AG_IMM_DIRECT: flag_raise(&c->area->direct[k], v); break;
+    case HB_AG_IMM_MREADY: flag_raise(&c->area->mready[k], v); break;
+    case HB_AG_IMM_MNACK: flag_raise(&c->area->mnack[k], v); break;
+    case HB_AG_IMM_MREPAIR: flag_raise(&c->area->mrepair[k], v); break;
     case HB_AG_IMM_RING: /* one writer, in order: the n-th of a call is step n */
         if (seq != c->ring_seq) {
             c->ring_seq = seq;
@@ -108,6 +111,7 @@ void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len)
 
 static void state_free(struct hb_ag *ag, struct hb_ag_comm *c)
 {
+    hb_ag_mc_close(ag, c);
     id_drop(ag, c);
     area_free(ag, c);
     free(c->peers);
@@ -219,6 +223,7 @@ static void describe_self(struct hb_ag *ag, struct hb_ag_comm *c,
         cap = (size_t)ctx->cfg->regcache_bytes;
     /* half of what the cache may pin, so one receive buffer always fits */
     me->zcopy_max = cap ? cap / 2 : ((uint64_t)1 << 40);
+    hb_ag_mc_describe(ag, me);
     me->ok = HB_AG_PEER_READY;
 }
 
@@ -245,9 +250,11 @@ static int verdict(const struct hb_ag *ag, struct hb_ag_comm *c)
 
 /* Connects to every peer the algorithms use (all ranks are in this call,
  * so every connection gets both sides' progress): the ring's neighbours,
- * the recursive doubling partners, and every rank when direct may run
- * (HOTBUF_AG_DIRECT, at most HB_AG_SLOTS ranks).  1 when all are up. */
-static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
+ * the recursive doubling partners, and every rank when direct or
+ * multicast may run (HOTBUF_AG_DIRECT, at most HB_AG_SLOTS ranks;
+ * multicast's READY, NACK and repair go to every rank).  1 when all are
+ * up. */
+static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c, int mc)
 {
     struct hb_transport *t = ag->ctx->rdma->tr;
     int need[2 * 64 + 2 + HB_AG_SLOTS], n = 0;
@@ -255,8 +262,9 @@ static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
     need[n++] = (c->rank + c->size - 1) % c->size;
     for (int k = 1; c->pow2 && k < c->size; k <<= 1)
         need[n++] = c->rank ^ k;
-    for (int i = 0;
-         ag->ctx->cfg->ag_direct && c->size <= HB_AG_SLOTS && i < c->size; i++)
+    for (int i = 0; (ag->ctx->cfg->ag_direct || mc) && c->size <= HB_AG_SLOTS &&
+                    i < c->size;
+         i++)
         if (i != c->rank)
             need[n++] = i;
     double deadline = MPI_Wtime() + ag->ctx->cfg->connect_timeout;
@@ -271,6 +279,23 @@ static int connect_peers(const struct hb_ag *ag, struct hb_ag_comm *c)
             return up == n;
         hb_progress();
     }
+}
+
+/* 1 when this rank's multicast is ready.  A rank that cannot says why
+ * once per process (the others may stay silent: the vote tells them). */
+static int mc_open(struct hb_ag *ag, struct hb_ag_comm *c)
+{
+    char why[200] = "";
+    if (hb_ag_mc_open(ag, c, why, sizeof(why)) == 0)
+        return 1;
+    hb_ag_mc_close(ag, c);
+    if (!ag->mc_warned++)
+        fprintf(
+            stderr,
+            "hotbuf: rank %d: no multicast Allgather on a communicator of %d "
+            "ranks (%s); its calls use the other algorithms\n",
+            ag->ctx->rank, c->size, why);
+    return 0;
 }
 
 static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
@@ -305,12 +330,18 @@ static struct hb_ag_comm *create(struct hb_ag *ag, MPI_Comm comm)
     PMPI_Allgather(&me, sizeof(me), MPI_BYTE, c->peers, sizeof(me), MPI_BYTE,
                    comm);
     c->reason = verdict(ag, c);
-    int reachable = c->reason < 0 ? connect_peers(ag, c) : 1, all = reachable;
+    int mc = c->reason < 0 && hb_ag_mc_possible(c);
+    /* {connections up, multicast open}: the rings are all posted before
+     * any rank leaves the vote, so a first multicast call finds them */
+    int mine[2] = {c->reason < 0 ? connect_peers(ag, c, mc) : 1, 0}, all[2];
     if (c->reason <
         0) { /* everyone took the same verdict, so everyone is here */
-        PMPI_Allreduce(&reachable, &all, 1, MPI_INT, MPI_MIN, comm);
-        if (!all)
+        mine[1] = mc && mine[0] ? mc_open(ag, c) : 0;
+        PMPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm);
+        if (!all[0])
             c->reason = HB_AGC_UNREACHABLE;
+        if (!all[1] || !all[0])
+            hb_ag_mc_close(ag, c);
     }
     return c;
 }
@@ -332,6 +363,7 @@ struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
     else
         ag->stats.comms_pmpi[c->reason]++;
     if (c->reason >= 0) { /* not served: give the memory back now */
+        hb_ag_mc_close(ag, c);
         id_drop(ag, c);
         area_free(ag, c);
     }

@@ -58,15 +58,16 @@ struct hb_region;
  * shared layout fails.
  *
  * The immediate's 28-bit body (the class, HB_IMM_CLASS_AG, is on top):
- *   index (6 bits)  k of rd[k] or ready[k], r of direct[r]; unused for
- *                   the ring, whose steps arrive in order from one writer
- *                   and are counted
- *   kind (2)        HB_AG_IMM_RD, _RING, _READY, _DIRECT
+ *   index (6 bits)  k of rd[k] or ready[k], r of direct[r] and of the
+ *                   multicast words; unused for the ring, whose steps
+ *                   arrive in order from one writer and are counted
+ *   kind (3)        HB_AG_IMM_RD, _RING, _READY, _DIRECT, _MREADY, _MNACK,
+ *                   _MREPAIR
  *   fail (1)        the writer's vote (zero-copy calls, allgather_algo.c)
  *   seq (3)         the call number modulo 8: a peer is at most one call
  *                   ahead of this rank and every immediate of a call is
  *                   taken within that call, so 3 bits name it
- *   id (16)         the receiver's number for the communicator (sent at
+ *   id (15)         the receiver's number for the communicator (sent at
  *                   creation), which finds the state among all served. */
 #define HB_AG_SLOTS 64
 #define HB_AG_RING_SLOT (HB_AG_SLOTS - 1)
@@ -78,16 +79,20 @@ enum {
     HB_AG_IMM_RD = 0,
     HB_AG_IMM_RING = 1,
     HB_AG_IMM_READY = 2,
-    HB_AG_IMM_DIRECT = 3
+    HB_AG_IMM_DIRECT = 3,
+    /* multicast (allgather_mcast.c), index: the writer's rank */
+    HB_AG_IMM_MREADY = 4,  /* "I have every block of this call" */
+    HB_AG_IMM_MNACK = 5,   /* "send me your block of this call over RC" */
+    HB_AG_IMM_MREPAIR = 6, /* "my block of this call is in your half" */
 };
-#define HB_AG_IDS (1u << 16)
+#define HB_AG_IDS (1u << 15)
 #define HB_AG_IMM_BODY(id, seq, fail, kind, index)                             \
-    ((uint32_t)(id) << 12 | ((uint32_t)(seq)&7) << 9 | (uint32_t)(fail) << 8 | \
-     (uint32_t)(kind) << 6 | (uint32_t)(index))
-#define HB_AG_IMM_ID(b) ((b) >> 12)
-#define HB_AG_IMM_SEQ(b) (((b) >> 9) & 7)
-#define HB_AG_IMM_FAIL(b) ((int)(((b) >> 8) & 1))
-#define HB_AG_IMM_KIND(b) (((b) >> 6) & 3)
+    ((uint32_t)(id) << 13 | ((uint32_t)(seq)&7) << 10 |                        \
+     (uint32_t)(fail) << 9 | (uint32_t)(kind) << 6 | (uint32_t)(index))
+#define HB_AG_IMM_ID(b) ((b) >> 13)
+#define HB_AG_IMM_SEQ(b) (((b) >> 10) & 7)
+#define HB_AG_IMM_FAIL(b) ((int)(((b) >> 9) & 1))
+#define HB_AG_IMM_KIND(b) (((b) >> 6) & 7)
 #define HB_AG_IMM_INDEX(b) ((b)&63)
 
 struct hb_ag_record {
@@ -100,6 +105,10 @@ struct hb_ag_area {
     volatile struct hb_ag_record slot[HB_AG_SLOTS];
     volatile uint64_t rd[HB_AG_SLOTS];
     volatile uint64_t direct[HB_AG_SLOTS];
+    /* multicast calls (allgather_mcast.c), by the writer's rank */
+    volatile uint64_t mready[HB_AG_SLOTS];
+    volatile uint64_t mnack[HB_AG_SLOTS];
+    volatile uint64_t mrepair[HB_AG_SLOTS];
     struct hb_ag_record out;
     uint64_t pad[6];
     volatile uint64_t
@@ -124,6 +133,8 @@ struct hb_ag_peer {
     uint32_t ok;      /* enum hb_ag_peer_state */
     uint32_t id;      /* its number for the communicator, in its immediates */
     uint32_t msg_max; /* its device's largest message (one write) */
+    uint32_t mc_mtu;  /* 0: no multicast; else its packets' size at most */
+    struct hb_tr_mgroup group; /* the multicast group it sends to */
 };
 
 struct hb_ag_comm {
@@ -153,6 +164,7 @@ struct hb_ag_comm {
     uint32_t max_inline; /* the transport's, read once at creation */
     uint64_t ring_seq;   /* the ring call whose data immediates arrive */
     size_t ring_next;    /* ... and how many of them arrived */
+    struct hb_ag_mc *mc; /* multicast (allgather_mcast.c); NULL: not used */
     struct hb_ag_comm *next, *prev; /* live states, for finalize */
 };
 
@@ -166,6 +178,7 @@ struct hb_ag {
     struct hb_ag_comm **by_id; /* states by id, for the immediates */
     uint32_t nids;             /* entries of by_id */
     struct hb_ag_summary stats;
+    int mc_warned; /* a multicast set-up failure was told */
 };
 
 /* allgather_comm.c: the attribute key, and freeing every state left. */
@@ -182,6 +195,31 @@ void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len);
 
 /* Returns the communicator's state, creating it collectively on first use. */
 struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm);
+
+/* allgather_mcast.c.  hb_ag_mc_possible: whether c's creation entries
+ * allow multicast (every rank offers it, 3..16 ranks; the same answer on
+ * every rank).  hb_ag_mc_open, on every rank where it is possible: joins
+ * the others' groups and posts every receive; 0, or -1 and why (the
+ * creation's vote then turns it off everywhere).  hb_ag_mc_close undoes
+ * it (c->mc NULL is fine). */
+int hb_ag_mc_possible(const struct hb_ag_comm *c);
+int hb_ag_mc_open(struct hb_ag *ag, struct hb_ag_comm *c, char *why,
+                  size_t len);
+void hb_ag_mc_close(struct hb_ag *ag, struct hb_ag_comm *c);
+/* This rank's group and packet size for its creation entry. */
+void hb_ag_mc_describe(struct hb_ag *ag, struct hb_ag_peer *me);
+/* The largest block a multicast call takes on c (0: none). */
+uint64_t hb_ag_mc_block_max(const struct hb_ag_comm *c);
+/* One call (copy-based: a->buf is half seq&1 with this rank's block in
+ * place; out the contiguous receive buffer or NULL).  Never fails: a
+ * lost packet is asked for again; a failed peer aborts the job. */
+struct hb_ag_mc_call {
+    uint64_t seq, block;
+    char *buf, *out;
+    uint32_t lkey;
+};
+void hb_ag_mc_run(struct hb_ag *ag, struct hb_ag_comm *c,
+                  const struct hb_ag_mc_call *a);
 
 /* allgather_algo.c: one Allgather of block bytes per rank on a served
  * communicator: 0, or -1 when this call must go to PMPI (decided the same

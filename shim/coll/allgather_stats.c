@@ -42,6 +42,13 @@ static void render_text(FILE *out, const void *acc, const struct hb_report *r)
     if (a->imm_stray)
         fprintf(out, "; %llu stray immediate(s)",
                 (unsigned long long)a->imm_stray);
+    if (a->algos[HB_AG_MCAST])
+        fprintf(out,
+                "; multicast: %llu block(s) asked for again, %llu sent "
+                "again, %llu stale packet(s)",
+                (unsigned long long)a->mc_nacks,
+                (unsigned long long)a->mc_repairs,
+                (unsigned long long)a->mc_stale);
     fprintf(out, "\n");
 }
 
@@ -57,9 +64,12 @@ static void render_json(FILE *out, const void *acc, const struct hb_report *r)
     hb_report_json_counts(out, a->algos, 0, HB_AG_NALGOS, algo_names);
     fprintf(out, ", \"calls_pmpi\": ");
     hb_report_json_counts(out, a->calls_pmpi, 0, HB_AGP_NREASONS, call_names);
-    fprintf(out, ", \"writes\": %llu, \"ops\": %llu, \"imm_stray\": %llu}",
+    fprintf(out,
+            ", \"writes\": %llu, \"ops\": %llu, \"imm_stray\": %llu, "
+            "\"mc_nacks\": %llu, \"mc_repairs\": %llu, \"mc_stale\": %llu}",
             (unsigned long long)a->writes, (unsigned long long)a->ops,
-            (unsigned long long)a->imm_stray);
+            (unsigned long long)a->imm_stray, (unsigned long long)a->mc_nacks,
+            (unsigned long long)a->mc_repairs, (unsigned long long)a->mc_stale);
 }
 
 /* The commonest reason calls stayed on PMPI; "comm" (the communicator is

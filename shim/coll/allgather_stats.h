@@ -23,7 +23,8 @@
     _(HB_AG_RD_ZCOPY, "rd_zcopy")     /* recursive doubling, zero-copy */      \
     _(HB_AG_RING_COPY, "ring_copy")   /* ring, copy-based */                   \
     _(HB_AG_RING_ZCOPY, "ring_zcopy") /* ring, zero-copy */                    \
-    _(HB_AG_DIRECT_COPY, "direct")    /* one step to every rank, copy-based */
+    _(HB_AG_DIRECT_COPY, "direct")    /* one step to every rank, copy-based */ \
+    _(HB_AG_MCAST, "mcast")           /* one multicast per rank, copy-based */
 
 /* Why a call on a served communicator did not use RDMA. */
 #define HB_AG_CALL_REASONS(_)                                                  \
@@ -47,6 +48,10 @@ struct hb_ag_summary {
     uint64_t writes;    /* data and ready records the served calls sent */
     uint64_t ops;       /* RDMA operations they took (one per write) */
     uint64_t imm_stray; /* immediates naming no live state: a bug */
+    /* multicast calls: blocks asked for again (NACK) after a silence,
+     * blocks sent again over RC on such a request, and packets dropped on
+     * arrival (of an earlier call, or a block already complete) */
+    uint64_t mc_nacks, mc_repairs, mc_stale;
 };
 
 extern const struct hb_report_section hb_ag_section;

@@ -219,8 +219,9 @@ int hb_config_is_default(const struct hb_config *cfg,
 }
 
 static const char *const shared_names[HB_CONFIG_NSHARED] = {
-    "HOTBUF_ENABLE",  "HOTBUF_INTRANODE", "HOTBUF_ALLGATHER", "HOTBUF_AG_ZCOPY",
-    "HOTBUF_AG_RING", "HOTBUF_AG_BUFFER", "HOTBUF_AG_DIRECT", "HOTBUF_AG_CHUNK",
+    "HOTBUF_ENABLE",    "HOTBUF_INTRANODE", "HOTBUF_ALLGATHER",
+    "HOTBUF_AG_ZCOPY",  "HOTBUF_AG_RING",   "HOTBUF_AG_BUFFER",
+    "HOTBUF_AG_DIRECT", "HOTBUF_AG_CHUNK",  "HOTBUF_AG_MCAST",
 };
 
 static const struct hb_var_desc *find_var(const char *name)

@@ -74,7 +74,7 @@ int hb_config_is_default(const struct hb_config *cfg,
  * HB_CONFIG_NSHARED values followed by their complements, so that one
  * MPI_MIN reduction yields both minima and maxima; hb_config_shared_apply
  * stores the minima and describes each setting that differed to note(). */
-#define HB_CONFIG_NSHARED 8
+#define HB_CONFIG_NSHARED 9
 void hb_config_shared_pack(const struct hb_config *cfg,
                            uint64_t v[2 * HB_CONFIG_NSHARED]);
 int hb_config_shared_apply(struct hb_config *cfg,

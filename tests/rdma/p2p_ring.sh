@@ -99,7 +99,7 @@ set -u
 cd "$(dirname "$0")/../.."
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none
 export UCX_TLS=self,sm # MPICH ch4:ucx on shared memory; hotbuf on rxe0
-SEEDS=${P2P_RING_SEEDS:-200}
+SEEDS=${P2P_RING_SEEDS:-170}
 LARGE_SEEDS=${P2P_RING_LARGE_SEEDS:-40}
 EARLY_SEEDS=${P2P_RING_EARLY_SEEDS:-12}
 work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"

@@ -118,6 +118,8 @@ static const struct {
     {"HOTBUF_AG_DIRECT", "0"},
     {"HOTBUF_AG_CHUNK", "0"},
     {"HOTBUF_AG_RING", "131072"},
+    {"HOTBUF_AG_MCAST", "0"},
+    {"HOTBUF_AG_MCAST_TIMEOUT", "0.2"},
     {"HOTBUF_AG_BUFFER", "524288"},
     {"HOTBUF_P2P", "1"},
     {"HOTBUF_P2P_PULL", "auto"},
@@ -491,6 +493,8 @@ static const struct {
     {"HOTBUF_AG_DIRECT", "2K"},
     {"HOTBUF_AG_CHUNK", "16K"},
     {"HOTBUF_AG_RING", "1M"},
+    {"HOTBUF_AG_MCAST", "32K"},
+    {"HOTBUF_AG_MCAST_TIMEOUT", "0.05"},
     {"HOTBUF_AG_BUFFER", "64K"},
     {"HOTBUF_P2P", "0"},
     {"HOTBUF_P2P_PULL", "all"},
@@ -673,20 +677,22 @@ static void test_shared(void)
     load(&a, &w);
     env_set("HOTBUF_ENABLE", "0");
     env_set("HOTBUF_AG_BUFFER", "16K");
-    env_set("HOTBUF_AG_RING", "1M"); /* larger than a's: a's 128K wins */
+    env_set("HOTBUF_AG_RING", "1M");   /* larger than a's: a's 128K wins */
+    env_set("HOTBUF_AG_MCAST", "64K"); /* a's 0 (off) wins */
     load(&b, &w);
     hb_config_shared_pack(&a, va);
     hb_config_shared_pack(&b, vb);
     for (int i = 0; i < 2 * HB_CONFIG_NSHARED; i++)
         min[i] = va[i] < vb[i] ? va[i] : vb[i];
     memset(&w, 0, sizeof(w));
-    CHECK_EQ_U64(hb_config_shared_apply(&a, min, collect_warn, &w), 3);
+    CHECK_EQ_U64(hb_config_shared_apply(&a, min, collect_warn, &w), 4);
     CHECK(a.enable == 0);
     CHECK_EQ_U64(a.ag_buffer, 16384);
     CHECK_EQ_U64(a.ag_ring, 131072);
     CHECK_EQ_U64(a.ag_zcopy, 131072);
     CHECK(a.intranode == 0 && a.allgather == 1);
-    CHECK_EQ_U64(w.n, 3);
+    CHECK_EQ_U64(a.ag_mcast, 0);
+    CHECK_EQ_U64(w.n, 4);
     CHECK_STR(w.line[0],
               "HOTBUF_ENABLE differs between ranks (0..1); all ranks use 0");
     CHECK_STR(
@@ -695,6 +701,9 @@ static void test_shared(void)
     CHECK_STR(
         w.line[2],
         "HOTBUF_AG_BUFFER differs between ranks (16384..524288); all ranks use 16384");
+    CHECK_STR(
+        w.line[3],
+        "HOTBUF_AG_MCAST differs between ranks (0..65536); all ranks use 0");
     /* the same everywhere: nothing said, nothing changed */
     hb_config_shared_pack(&b, vb);
     memset(&w, 0, sizeof(w));

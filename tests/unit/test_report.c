@@ -1005,10 +1005,11 @@ static void test_merge(void)
         "\"multiple_worlds\": 0, \"intranode\": 0, \"unreachable\": 0, "
         "\"memory\": 0}, \"calls_rdma\": 7, \"bytes_rdma\": 3000, \"algorithms\": "
         "{\"rd_copy\": 0, \"rd_zcopy\": 4, \"ring_copy\": 3, \"ring_zcopy\": 0, "
-        "\"direct\": 0}, "
+        "\"direct\": 0, \"mcast\": 0}, "
         "\"calls_pmpi\": {\"comm\": 0, \"empty\": 0, \"nonblocking\": 2, "
         "\"threads\": 0, \"too_large\": 0, \"unregistered\": 0}, "
-        "\"writes\": 25, \"ops\": 25, \"imm_stray\": 1}"));
+        "\"writes\": 25, \"ops\": 25, \"imm_stray\": 1, "
+        "\"mc_nacks\": 0, \"mc_repairs\": 0, \"mc_stale\": 0}"));
     CHECK(HAS(json, "\"memmon_events\": 0, \"imm_dropped\": 2"));
     free(json);
 

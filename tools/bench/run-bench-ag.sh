@@ -58,11 +58,16 @@ print("hotbuf's RDMA Allgather: %d of %d calls x ranks; algorithms %s%s" % (
       "" if a["calls_rdma"] else "   <== NOT REROUTED"))
 # bench-ag calls on MPI_COMM_WORLD alone: operations per call and rank as
 # each algorithm is designed (recursive doubling log2 p, and a ready record
-# per partner when zero-copy; the ring p-1, and one ready record; direct p-1)
+# per partner when zero-copy; the ring p-1, and one ready record; direct p-1;
+# multicast one send and p-1 READYs, plus a NACK and a repair per loss)
 n, alg = int(sys.argv[2]), a["algorithms"]
 lg = n.bit_length() - 1 if n & (n - 1) == 0 else 0
 want = (alg["rd_copy"] * lg + alg["rd_zcopy"] * 2 * lg + alg["ring_copy"] * (n - 1) +
-        alg["ring_zcopy"] * n + alg["direct"] * (n - 1))
+        alg["ring_zcopy"] * n + alg["direct"] * (n - 1) + alg["mcast"] * n +
+        a["mc_nacks"] + a["mc_repairs"])
+if alg["mcast"]:
+    print("multicast: %d blocks asked for again, %d sent again, %d stale packets" % (
+          a["mc_nacks"], a["mc_repairs"], a["mc_stale"]))
 print("RDMA operations: %d for %d calls x ranks (%.2f per call and rank), as designed: %d%s" % (
       a["ops"], a["calls_rdma"], a["ops"] / max(a["calls_rdma"], 1), want,
       "" if a["ops"] == want else "   <== MORE OR FEWER THAN DESIGNED"))
