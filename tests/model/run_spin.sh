@@ -6,14 +6,15 @@
 #   tests/model/run_spin.sh [NAME...]   NAME: correct, or a variant below;
 #                                       no NAME: everything
 #   tests/model/run_spin.sh --broken    the broken variants' names
-# Each run: spin -a, cc -O0 pan.c (compiling with -O1 costs more than it
-# saves on these sizes), ./pan exhaustive with -DCOLLAPSE, in a temp dir.
+# Each run: spin -a, cc -O0 pan.c, ./pan exhaustive with -DCOLLAPSE, in a
+# temp dir, SPIN_JOBS at a time (tests/model/spin_lib.sh, shared with
+# run_spin_mcast.sh).
 # "cycles" checks that the model has no cycle at all (-DNP, ./pan -l), so
 # every execution is finite and the progress rule checked where nothing
 # can move (the model's Watchdog) covers liveness.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-model=$here/p2p_pull.pml
+spin_model=$here/p2p_pull.pml
 # Bounds per configuration (see the model's header).  The state space grows
 # with every nondeterministic choice of B's program, so each configuration
 # keeps only the choices its properties need:
@@ -93,95 +94,12 @@ runs=(
     "free_no_close|fail|$freed -DFAULT -DNO_CLOSE"
 )
 
-# --broken: the names of the broken variants, one a line (make test runs
-# each as its own test: tests/run-tests.sh)
-if [ "${1:-}" = --broken ]; then
-    for run in "${runs[@]}"; do
-        IFS='|' read -r name expect flags <<<"$run"
-        [ "$expect" = fail ] && echo "$name"
-    done
-    exit 0
-fi
-
-for tool in spin cc; do
-    command -v $tool >/dev/null || { echo "run_spin: $tool not found"; exit 2; }
-done
-work=$(mktemp -d /tmp/hotbuf-spin.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-
-wanted() { # run name: selected by the arguments?
-    [ $# -eq 1 ] && return 0
-    local name=$1; shift
-    for w in "$@"; do
-        [ "$w" = "$name" ] && return 0
-        [ "$w" = correct ] && [ "${expect:-}" = pass ] && return 0
-    done
-    return 1
-}
-
-# check NAME EXPECT FLAGS: one run, in $work/NAME; prints its verdict,
-# exit status 1 when it is not what EXPECT says
-check() {
-    local name=$1 expect=$2 flags=$3 dir=$work/$1
-    mkdir -p "$dir" && cp "$model" "$dir/" && cd "$dir" || return 2
-    local mode=-DSAFETY panflags=
-    case $flags in *-DNP*) mode=-DNP panflags=-l ;; esac
-    if ! spin -a $flags p2p_pull.pml >spin.log 2>&1 ||
-        ! cc -O0 -w $mode -DCOLLAPSE -o pan pan.c >cc.log 2>&1; then
-        echo "FAIL $name: the verifier does not build"; cat spin.log cc.log | tail -5
-        return 1
-    fi
-    local start secs errors states depth summary trace line kind
-    start=$(date +%s.%N)
-    ./pan -m100000 $panflags >pan.log 2>&1
-    secs=$(echo "$(date +%s.%N) - $start" | bc)
-    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -1)
-    states=$(awk '/states, stored/ {print $1; exit}' pan.log)
-    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.log | head -1)
-    summary=$(printf '%s states, depth %s, %.1f s' "${states:-?}" "${depth:-?}" "$secs")
-    if [ -z "$errors" ] || grep -q 'max search depth too small' pan.log; then
-        echo "FAIL $name: the search did not complete ($summary)"; tail -5 pan.log
-        return 1
-    fi
-    if [ "$expect" = pass ]; then
-        if [ "$errors" = 0 ]; then
-            echo "PASS $name: 0 errors, $summary"
-            return 0
-        fi
-        echo "FAIL $name: $errors error(s), $summary"; grep 'pan:1' pan.log
-        spin -t -T $flags p2p_pull.pml 2>&1 | grep -v '^\s*$' | sed -n '1,40p'
-        return 1
-    fi
-    if [ "$errors" = 0 ] || [ ! -f p2p_pull.pml.trail ]; then
-        echo "FAIL $name: the broken variant was not caught ($summary)"
-        return 1
-    fi
-    trace=$(spin -t -T $flags p2p_pull.pml 2>&1)
-    line=$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:\([0-9]*\), Error.*/\1/p' | head -1)
-    if [ -n "$line" ]; then
-        kind="$(echo "$trace" | sed -n 's/^spin: p2p_pull.pml:[0-9]*, Error: //p' | head -1): $(sed -n "${line}p" p2p_pull.pml | sed -n 's|.*/\* *\(.*\) \*/.*|\1|p')"
-    else
-        kind=$(grep -m1 'pan:1' pan.log | sed 's/^pan:1: //')
-    fi
-    echo "PASS $name: fails as it must ($kind; $summary); the counter-example:"
-    echo "$trace" | sed -n '/^spin: /q; /^\s*$/d; s/^/    /p' | tail -25
-}
-
-# The runs go SPIN_JOBS at a time (default: one per CPU; each ./pan is
-# single-threaded), their verdicts printed in the table's order at the end.
-jobs=${SPIN_JOBS:-$(nproc)}
-status=0 names=()
-for run in "${runs[@]}"; do
-    IFS='|' read -r name expect flags <<<"$run"
-    wanted "$name" "$@" || continue
-    names+=("$name")
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    (check "$name" "$expect" "$flags" >"$work/$name.out" 2>&1; echo $? >"$work/$name.rc") &
-done
-wait
-[ ${#names[@]} -gt 0 ] || { echo "run_spin: no run named $*"; exit 2; }
-for name in "${names[@]}"; do
-    cat "$work/$name.out"
-    [ "$(cat "$work/$name.rc" 2>/dev/null)" = 0 ] || status=1
-done
-exit $status
+# What spin -t shows: -T, the model's printfs only (each step of B's
+# program prints what it does).
+spin_trace=-T
+spin_caught_tail="; the counter-example:"
+spin_error_trace() { grep -v '^\s*$' | sed -n '1,40p'; }
+spin_counterexample() { sed -n '/^spin: /q; /^\s*$/d; s/^/    /p' | tail -25; }
+# shellcheck source-path=SCRIPTDIR source=spin_lib.sh
+. "$here/spin_lib.sh"
+spin_main "$@"

@@ -9,12 +9,13 @@
 #                                            no NAME: everything
 #   tests/model/run_spin_mcast.sh --broken   the broken variants' names
 # Each run: spin -a, cc -O0 pan.c, ./pan exhaustive with -DCOLLAPSE, in a
-# temp dir, SPIN_JOBS at a time (default: one per CPU).
+# temp dir, SPIN_JOBS at a time (default: one per CPU; tests/model/
+# spin_lib.sh, shared with run_spin.sh).
 # "cycles" checks that the model has no cycle at all (-DNP, ./pan -l), so
 # every execution is finite and spin's invalid end state check covers C2.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
-model=$here/ag_mcast.pml
+spin_model=$here/ag_mcast.pml
 # Configurations (see the model's header for the bounds):
 #  r2c3      2 ranks, 3 calls, 1 packet a block, any loss, any delay
 #  r2c4      the same, 4 calls
@@ -62,97 +63,16 @@ runs=(
     "rc_any_order|fail|$r2c3 -DRC_ANY_ORDER -DQL=8"
 )
 
-if [ "${1:-}" = --broken ]; then
-    for run in "${runs[@]}"; do
-        IFS='|' read -r name expect flags <<<"$run"
-        [ "$expect" = fail ] && echo "$name"
-    done
-    exit 0
-fi
-
-for tool in spin cc bc; do
-    command -v $tool >/dev/null || { echo "run_spin_mcast: $tool not found"; exit 2; }
-done
-work=$(mktemp -d /tmp/hotbuf-spin-mcast.XXXXXX)
-trap 'rm -rf "$work"' EXIT
-
-wanted() { # run name: selected by the arguments?
-    [ $# -eq 1 ] && return 0
-    local name=$1; shift
-    for w in "$@"; do
-        [ "$w" = "$name" ] && return 0
-        [ "$w" = correct ] && [ "${expect:-}" = pass ] && return 0
-    done
-    return 1
-}
-
-# check NAME EXPECT FLAGS: one run, in $work/NAME; prints its verdict,
-# exit status 1 when it is not what EXPECT says
-check() {
-    local name=$1 expect=$2 flags=$3 dir=$work/$1
-    mkdir -p "$dir" && cp "$model" "$dir/" && cd "$dir" || return 2
-    local mode=-DSAFETY panflags=
-    case " $flags " in *" -DNP "*) mode=-DNP panflags=-l ;; esac # not -DNPK
-    if ! spin -a $flags ag_mcast.pml >spin.log 2>&1 ||
-        ! cc -O0 -w $mode -DCOLLAPSE -o pan pan.c >cc.log 2>&1; then
-        echo "FAIL $name: the verifier does not build"; cat spin.log cc.log | tail -5
-        return 1
-    fi
-    local start secs errors states depth summary trace line kind
-    start=$(date +%s.%N)
-    ./pan -m100000 $panflags >pan.log 2>&1
-    secs=$(echo "$(date +%s.%N) - $start" | bc)
-    errors=$(sed -n 's/.*errors: \([0-9]*\).*/\1/p' pan.log | head -1)
-    states=$(awk '/states, stored/ {print $1; exit}' pan.log)
-    depth=$(sed -n 's/.*depth reached \([0-9]*\).*/\1/p' pan.log | head -1)
-    summary=$(printf '%s states, depth %s, %.1f s' "${states:-?}" "${depth:-?}" "$secs")
-    if [ -z "$errors" ] || grep -q 'max search depth too small' pan.log; then
-        echo "FAIL $name: the search did not complete ($summary)"; tail -5 pan.log
-        return 1
-    fi
-    if [ "$expect" = pass ]; then
-        if [ "$errors" = 0 ]; then
-            echo "PASS $name: 0 errors, $summary"
-            return 0
-        fi
-        echo "FAIL $name: $errors error(s), $summary"; grep 'pan:1' pan.log
-        spin -t -p $flags ag_mcast.pml 2>&1 | grep -E '^ +(R[0-9]|NET):|Error|assertion' | tail -40
-        return 1
-    fi
-    if [ "$errors" = 0 ] || [ ! -f ag_mcast.pml.trail ]; then
-        echo "FAIL $name: the broken variant was not caught ($summary)"
-        return 1
-    fi
-    trace=$(spin -t -p $flags ag_mcast.pml 2>&1)
-    line=$(echo "$trace" | sed -n 's/^spin: ag_mcast.pml:\([0-9]*\), Error.*/\1/p' | head -1)
-    if [ -n "$line" ]; then
-        kind="$(echo "$trace" | sed -n 's/^spin: ag_mcast.pml:[0-9]*, Error: //p' | head -1): $(sed -n "${line}p" ag_mcast.pml | sed -n 's|.*/\* *\(.*\) \*/.*|\1|p')"
-    else
-        kind=$(grep -m1 'pan:1' pan.log | sed 's/^pan:1: //')
-    fi
-    echo "PASS $name: fails as it must ($kind; $summary)"
+# What spin -t shows: -p, every step, of which the model's printfs
+# ("R0: ...", "NET: ...") are kept; the spin: lines name the failed check.
+spin_trace=-p
+spin_summary=ag_mcast
+spin_error_trace() { grep -E '^ +(R[0-9]|NET):|Error|assertion' | tail -40; }
+spin_counterexample() {
     echo "    spin: $(grep -m1 'pan:1' pan.log)"
     echo "    the counter-example (the model's printfs):"
-    echo "$trace" | grep -E '^ +(R[0-9]|NET):' | sed 's/^ */      /' | tail -25
+    grep -E '^ +(R[0-9]|NET):' | sed 's/^ */      /' | tail -25
 }
-
-t0=$(date +%s.%N)
-jobs=${SPIN_JOBS:-$(nproc)}
-names=()
-for run in "${runs[@]}"; do
-    IFS='|' read -r name expect flags <<<"$run"
-    wanted "$name" "$@" || continue
-    names+=("$name")
-    while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n; done
-    (check "$name" "$expect" "$flags" >"$work/$name.out" 2>&1; echo $? >"$work/$name.rc") &
-done
-wait
-[ ${#names[@]} -gt 0 ] || { echo "run_spin_mcast: no run named $*"; exit 2; }
-ok=0 bad=0
-for name in "${names[@]}"; do
-    cat "$work/$name.out"
-    if [ "$(cat "$work/$name.rc" 2>/dev/null)" = 0 ]; then ok=$((ok + 1)); else bad=$((bad + 1)); fi
-done
-printf 'ag_mcast: %d passed, %d failed (%.0f s, %d jobs)\n' $ok $bad \
-    "$(echo "$(date +%s.%N) - $t0" | bc)" "$jobs"
-[ $bad -eq 0 ]
+# shellcheck source-path=SCRIPTDIR source=spin_lib.sh
+. "$here/spin_lib.sh"
+spin_main "$@"
