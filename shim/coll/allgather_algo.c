@@ -88,13 +88,7 @@ struct ag_call {
 
 static void fatal(const struct ag_call *a, int to, const char *what)
 {
-    fprintf(stderr,
-            "hotbuf: rank %d: MPI_Allgather on RDMA: %s "
-            "(rank %d of the communicator: %s); "
-            "aborting, the other ranks are inside the same call\n",
-            a->ag->ctx->rank, what, to,
-            hb_transport_peer_reason(a->t, a->c->peers[to].world));
-    PMPI_Abort(a->c->comm, 1);
+    hb_ag_abort(a->ag, a->c, to, "on RDMA", what);
 }
 
 static void fatal_world(const struct ag_call *a, int world)

@@ -374,3 +374,16 @@ struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm)
     ag->live = c;
     return c;
 }
+
+_Noreturn void hb_ag_abort(const struct hb_ag *ag, const struct hb_ag_comm *c,
+                           int to, const char *how, const char *what)
+{
+    fprintf(stderr,
+            "hotbuf: rank %d: MPI_Allgather %s: %s "
+            "(rank %d of the communicator: %s); "
+            "aborting, the other ranks are inside the same call\n",
+            ag->ctx->rank, how, what, to,
+            hb_transport_peer_reason(ag->ctx->rdma->tr, c->peers[to].world));
+    PMPI_Abort(c->comm, 1);
+    abort(); /* PMPI_Abort does not return */
+}

@@ -196,6 +196,14 @@ void hb_ag_on_imm(void *ctx, int peer, uint32_t body, uint32_t byte_len);
 /* Returns the communicator's state, creating it collectively on first use. */
 struct hb_ag_comm *hb_ag_comm_get(struct hb_ag *ag, MPI_Comm comm);
 
+/* A call that cannot go on (a write failed, a peer died) inside a
+ * collective the other ranks are in too: says what (how names the
+ * algorithm) and which peer, with the transport's reason, once, and
+ * aborts c's job.  Falling back is not possible there: the others would
+ * wait for data this rank will never send. */
+_Noreturn void hb_ag_abort(const struct hb_ag *ag, const struct hb_ag_comm *c,
+                           int to, const char *how, const char *what);
+
 /* allgather_mcast.c.  hb_ag_mc_possible: whether c's creation entries
  * allow multicast (every rank offers it, 3..16 ranks; the same answer on
  * every rank).  hb_ag_mc_open, on every rank where it is possible: joins

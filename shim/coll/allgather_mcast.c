@@ -269,13 +269,7 @@ struct mc_call {
 
 static void fatal(const struct mc_call *k, int to, const char *what)
 {
-    fprintf(stderr,
-            "hotbuf: rank %d: MPI_Allgather by multicast: %s "
-            "(rank %d of the communicator: %s); "
-            "aborting, the other ranks are inside the same call\n",
-            k->ag->ctx->rank, what, to,
-            hb_transport_peer_reason(k->t, k->c->peers[to].world));
-    PMPI_Abort(k->c->comm, 1);
+    hb_ag_abort(k->ag, k->c, to, "by multicast", what);
 }
 
 /* An RC write with its immediate to rank to: len bytes from src (this
