@@ -405,8 +405,16 @@ static int qp_connect(struct hb_transport *t, struct hb_peer *pe, uint32_t qpn,
     }
     memset(&a, 0, sizeof(a));
     a.qp_state = IBV_QPS_RTS;
-    a.timeout = 14;  /* 4.096 us x 2^14 = 67 ms per try */
-    a.retry_cnt = 7; /* transport errors: ~0.5 s, then a failed completion */
+    /* 4.096 us x 2^18 = 1.07 s per try, as UCX's default: a time-out fires
+     * on a lost acknowledgement only.  rxe (6.1) leaves its retransmit
+     * timer running after the acknowledgement, and when it fires with
+     * another message in flight resends that one: at 67 ms (14) that was
+     * 0.4 spurious go-back-N retries per 64 KiB Allgather call on 4 ranks,
+     * 13 duplicate packets, none lost (README).  Failures are not found
+     * this way: a failing side tells the other on the control channel,
+     * and hb_transport_wait gives up after op_timeout_s (30 s). */
+    a.timeout = 18;
+    a.retry_cnt = 7; /* transport errors: ~8 s, then a failed completion */
     a.rnr_retry =
         7; /* receiver not ready (no receive for an immediate): retry forever;
                          hb_transport_wait's time-out bounds the caller */

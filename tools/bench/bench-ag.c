@@ -17,6 +17,10 @@
  *         BENCH_AG_PKTS names a counter file, e.g. rxe's
  *         /sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts (every
  *         rank on one host: the device's count is the job's); "-" without
+ *   retr  retransmissions per 100 calls (the device's time-outs and
+ *         sequence NAKs that made it resend), when BENCH_AG_RETRIES names
+ *         a counter file, e.g. rxe's .../hw_counters/completer_retry_err;
+ *         "-" without
  *   cpu   CPU time per call (user + system, summed over the ranks), us
  * Packets and CPU are read around the round's calls and a barrier after
  * them (so that every rank's writes are in); the barrier adds the same
@@ -59,10 +63,11 @@ static int calls_for(long block, int size)
     return n < 2 ? 2 : n > 50 ? 50 : (int)n;
 }
 
-/* The device's packet counter (BENCH_AG_PKTS), or -1. */
-static double packets(void)
+/* A device counter named by environment variable var (BENCH_AG_PKTS,
+ * BENCH_AG_RETRIES), or -1. */
+static double counter(const char *var)
 {
-    const char *path = getenv("BENCH_AG_PKTS");
+    const char *path = getenv(var);
     double n = -1;
     FILE *f = path ? fopen(path, "r") : NULL;
     if (f) {
@@ -82,16 +87,18 @@ static double cpu_us(void)
 }
 
 struct cost {
-    double us, pkts, cpu; /* per call: slowest rank; job; summed over ranks */
+    double us, pkts, retr, cpu; /* per call: slowest rank; job (retr: per
+                                   100 calls); summed over ranks */
 };
 
 static struct cost round_cost(allgather_fn f, char *send, char *reused,
                               long block, int fresh, int calls, int size)
 {
-    double t0, us, c0, cpu, p0;
+    double t0, us, c0, cpu, p0, r0;
     struct cost r;
     MPI_Barrier(MPI_COMM_WORLD);
-    p0 = packets();
+    p0 = counter("BENCH_AG_PKTS");
+    r0 = counter("BENCH_AG_RETRIES");
     c0 = cpu_us();
     t0 = MPI_Wtime();
     for (int i = 0; i < calls; i++) {
@@ -104,7 +111,8 @@ static struct cost round_cost(allgather_fn f, char *send, char *reused,
     us = (MPI_Wtime() - t0) * 1e6 / calls;
     cpu = (cpu_us() - c0) / calls;
     MPI_Barrier(MPI_COMM_WORLD);
-    r.pkts = p0 < 0 ? -1 : (packets() - p0) / calls;
+    r.pkts = p0 < 0 ? -1 : (counter("BENCH_AG_PKTS") - p0) / calls;
+    r.retr = r0 < 0 ? -1 : (counter("BENCH_AG_RETRIES") - r0) * 100 / calls;
     MPI_Allreduce(&us, &r.us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&cpu, &r.cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return r;
@@ -191,7 +199,7 @@ int main(int argc, char **argv)
     memset(reused, 0, max * size);
     const allgather_fn variant[3] = {PMPI_Allgather, MPI_Allgather,
                                      PMPI_Allgather};
-    double *t[3], *pk[2], *cp[2];
+    double *t[3], *pk[2], *cp[2], rt[2];
     for (int v = 0; v < 3; v++)
         t[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     for (int v = 0; v < 2; v++) {
@@ -199,17 +207,20 @@ int main(int argc, char **argv)
         cp[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     }
     if (rank == 0)
-        printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s\n", "buffer",
-               "bytes", "calls", "plain_us", "hotbuf_us", "ratio", "aa",
-               "pkts_pl", "pkts_hb", "cpu_pl", "cpu_hb");
+        printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s %7s %7s\n",
+               "buffer", "bytes", "calls", "plain_us", "hotbuf_us", "ratio",
+               "aa", "pkts_pl", "pkts_hb", "cpu_pl", "cpu_hb", "retr_pl",
+               "retr_hb");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
             if (block < min)
                 continue;
             int calls = calls_for(block, size);
             int nr = block <= SMALL_BLOCK ? SMALL_ROUNDS * rounds : rounds;
-            for (int v = 0; v < 2; v++) /* warm-up */
+            for (int v = 0; v < 2; v++) { /* warm-up */
                 round_cost(variant[v], send, reused, block, fresh, 2, size);
+                rt[v] = 0;
+            }
             for (int r = 0; r < nr; r++)
                 for (int k = 0; k < 3; k++) {
                     int v = (r + k) % 3; /* rotate who goes first */
@@ -219,21 +230,27 @@ int main(int argc, char **argv)
                     if (v < 2) {
                         pk[v][r] = c.pkts;
                         cp[v][r] = c.cpu;
+                        rt[v] = rt[v] < 0 || c.retr < 0 ? -1 : rt[v] + c.retr;
                     }
                 }
             double p = median(t[0], nr), h = median(t[1], nr),
                    p2 = median(t[2], nr);
             double pk0 = median(pk[0], nr), pk1 = median(pk[1], nr);
             double cp0 = median(cp[0], nr), cp1 = median(cp[1], nr);
-            char pks[2][16] = {"-", "-"};
-            for (int v = 0; v < 2; v++)
+            /* retransmissions are rare events: their mean, not a median
+             * that would hide them */
+            char pks[2][16] = {"-", "-"}, rts[2][16] = {"-", "-"};
+            for (int v = 0; v < 2; v++) {
                 if ((v ? pk1 : pk0) >= 0)
                     snprintf(pks[v], sizeof(pks[v]), "%.1f", v ? pk1 : pk0);
+                if (rt[v] >= 0)
+                    snprintf(rts[v], sizeof(rts[v]), "%.1f", rt[v] / nr);
+            }
             if (rank == 0)
                 printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f | %8s %8s "
-                       "%9.1f %9.1f\n",
+                       "%9.1f %9.1f %7s %7s\n",
                        fresh ? "fresh" : "reuse", block, calls, p, h, h / p,
-                       p2 / p, pks[0], pks[1], cp0, cp1);
+                       p2 / p, pks[0], pks[1], cp0, cp1, rts[0], rts[1]);
         }
     MPI_Finalize();
     return 0;

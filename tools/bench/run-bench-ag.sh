@@ -37,8 +37,9 @@ fi
 echo "rxe0 active MTU: $(ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]]*//p')"
 # packets per call: rxe's counter (every rank is in this guest)
 export BENCH_AG_PKTS=/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts
+export BENCH_AG_RETRIES=/sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err
 ompi=(mpiexec.openmpi --oversubscribe --mca pml ucx --mca btl self
-      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX -x BENCH_AG_PKTS)
+      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX -x BENCH_AG_PKTS -x BENCH_AG_RETRIES)
 hb=(env HOTBUF_INTRANODE=1 HOTBUF_REPORT=json)
 
 for n in ${BENCH_AG_RANKS:-4 8}; do
