@@ -83,45 +83,42 @@ if selected model/ag_flags; then
     done
 fi
 
+# model_suite NAME RUNNER LOG TIMEOUT [RUN...]: a spin model's correct
+# configurations (RUN..., or "correct") must pass as one test, NAME; each
+# broken variant the runner lists (--broken) must be caught, one test each,
+# NAME_variant.
+model_suite() {
+    local name=$1 runner=$2 log=$3 limit=$4 v
+    shift 4
+    if selected "$name"; then
+        if timeout "$limit" "$runner" "${@:-correct}" >"$work/$log.log" 2>&1; then
+            pass "$name"
+        else
+            fail "$name" "the model fails (or spin is missing)" "$work/$log.log"
+        fi
+    fi
+    for v in $("$runner" --broken); do
+        selected "${name}_$v" || continue
+        if timeout 300 "$runner" "$v" >"$work/$log-$v.log" 2>&1; then
+            pass "${name}_$v"
+        else
+            fail "${name}_$v" "the broken variant was not caught" "$work/$log-$v.log"
+        fi
+    done
+}
+
 # The receiver-pull point-to-point protocol (tests/model/p2p_pull.pml, spin,
 # P2P-DESIGN.md §5.14): the design must pass, and each broken variant must
-# fail with its counter-example (one test each, same script).
-if selected model/p2p_pull; then
-    if timeout 900 tests/model/run_spin.sh correct >"$work/p2p-model.log" 2>&1; then
-        pass model/p2p_pull
-    else
-        fail model/p2p_pull "the model fails (or spin is missing)" "$work/p2p-model.log"
-    fi
-fi
-for v in $(tests/model/run_spin.sh --broken); do
-    selected "model/p2p_pull_$v" || continue
-    if timeout 300 tests/model/run_spin.sh $v >"$work/p2p-model-$v.log" 2>&1; then
-        pass "model/p2p_pull_$v"
-    else
-        fail "model/p2p_pull_$v" "the broken variant was not caught" "$work/p2p-model-$v.log"
-    fi
-done
+# fail with its counter-example.
+model_suite model/p2p_pull tests/model/run_spin.sh p2p-model 900
 
 # The multicast Allgather (tests/model/ag_mcast.pml, spin; the protocol of
 # shim/coll/allgather_mcast.c): every bounded configuration but the two
 # slowest (r3c2, unreduced3: 50 s more; the runner without arguments runs
 # them too) must pass, each broken variant must fail.
-if selected model/ag_mcast; then
-    if timeout 600 tests/model/run_spin_mcast.sh r2c3 r2c4 npk2 npk2c3 r3c1 mixed mixed4 \
-        mixed3r unreduced cycles blocked blocked3 any_order_max >"$work/mc-model.log" 2>&1; then
-        pass model/ag_mcast
-    else
-        fail model/ag_mcast "the model fails (or spin is missing)" "$work/mc-model.log"
-    fi
-fi
-for v in $(tests/model/run_spin_mcast.sh --broken); do
-    selected "model/ag_mcast_$v" || continue
-    if timeout 300 tests/model/run_spin_mcast.sh $v >"$work/mc-model-$v.log" 2>&1; then
-        pass "model/ag_mcast_$v"
-    else
-        fail "model/ag_mcast_$v" "the broken variant was not caught" "$work/mc-model-$v.log"
-    fi
-done
+model_suite model/ag_mcast tests/model/run_spin_mcast.sh mc-model 600 \
+    r2c3 r2c4 npk2 npk2c3 r3c1 mixed mixed4 mixed3r unreduced cycles \
+    blocked blocked3 any_order_max
 
 # ---- unit tests ----------------------------------------------------------------
 for t in build/unit/test_*; do
