@@ -22,6 +22,11 @@
  *         a counter file, e.g. rxe's .../hw_counters/completer_retry_err;
  *         "-" without
  *   cpu   CPU time per call (user + system, summed over the ranks), us
+ *   busy  the machine's busy time per call (user, nice, system, irq and
+ *         softirq of every CPU), us, mean of rounds, when BENCH_AG_STAT
+ *         names /proc/stat (every rank on one host); "-" without.  It
+ *         counts what cpu misses: kernel work in softirq and kernel
+ *         threads, charged to no rank (on rxe, multicast receives: README)
  * Packets and CPU are read around the round's calls and a barrier after
  * them (so that every rank's writes are in); the barrier adds the same
  * few packets to every variant.
@@ -41,6 +46,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int (*allgather_fn)(const void *, int, MPI_Datatype, void *, int,
                             MPI_Datatype, MPI_Comm);
@@ -78,6 +84,25 @@ static double counter(const char *var)
     return n;
 }
 
+/* The machine's busy time so far, us (see busy above), or -1.  /proc/stat
+ * counts in clock ticks (10 ms): a round's figure is coarse, so the
+ * table shows the mean of the rounds. */
+static double machine_busy_us(void)
+{
+    const char *path = getenv("BENCH_AG_STAT");
+    unsigned long long v[7];
+    double us = -1;
+    FILE *f = path ? fopen(path, "r") : NULL;
+    if (f) {
+        if (fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1],
+                   &v[2], &v[3], &v[4], &v[5], &v[6]) == 7)
+            us = (double)(v[0] + v[1] + v[2] + v[5] + v[6]) * 1e6 /
+                 (double)sysconf(_SC_CLK_TCK);
+        fclose(f);
+    }
+    return us;
+}
+
 static double cpu_us(void)
 {
     struct rusage ru;
@@ -87,18 +112,20 @@ static double cpu_us(void)
 }
 
 struct cost {
-    double us, pkts, retr, cpu; /* per call: slowest rank; job (retr: per
-                                   100 calls); summed over ranks */
+    double us, pkts, retr, cpu, busy; /* per call: slowest rank; job (retr:
+                                         per 100 calls); summed over ranks;
+                                         machine */
 };
 
 static struct cost round_cost(allgather_fn f, char *send, char *reused,
                               long block, int fresh, int calls, int size)
 {
-    double t0, us, c0, cpu, p0, r0;
+    double t0, us, c0, cpu, p0, r0, b0;
     struct cost r;
     MPI_Barrier(MPI_COMM_WORLD);
     p0 = counter("BENCH_AG_PKTS");
     r0 = counter("BENCH_AG_RETRIES");
+    b0 = machine_busy_us();
     c0 = cpu_us();
     t0 = MPI_Wtime();
     for (int i = 0; i < calls; i++) {
@@ -113,6 +140,7 @@ static struct cost round_cost(allgather_fn f, char *send, char *reused,
     MPI_Barrier(MPI_COMM_WORLD);
     r.pkts = p0 < 0 ? -1 : (counter("BENCH_AG_PKTS") - p0) / calls;
     r.retr = r0 < 0 ? -1 : (counter("BENCH_AG_RETRIES") - r0) * 100 / calls;
+    r.busy = b0 < 0 ? -1 : (machine_busy_us() - b0) / calls;
     MPI_Allreduce(&us, &r.us, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     MPI_Allreduce(&cpu, &r.cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     return r;
@@ -199,7 +227,7 @@ int main(int argc, char **argv)
     memset(reused, 0, max * size);
     const allgather_fn variant[3] = {PMPI_Allgather, MPI_Allgather,
                                      PMPI_Allgather};
-    double *t[3], *pk[2], *cp[2], rt[2];
+    double *t[3], *pk[2], *cp[2], rt[2], bz[2];
     for (int v = 0; v < 3; v++)
         t[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     for (int v = 0; v < 2; v++) {
@@ -207,10 +235,11 @@ int main(int argc, char **argv)
         cp[v] = malloc(SMALL_ROUNDS * rounds * sizeof(double));
     }
     if (rank == 0)
-        printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s %7s %7s\n",
+        printf("%-6s %8s %6s %12s %12s %7s %7s | %8s %8s %9s %9s %7s %7s "
+               "%9s %9s\n",
                "buffer", "bytes", "calls", "plain_us", "hotbuf_us", "ratio",
                "aa", "pkts_pl", "pkts_hb", "cpu_pl", "cpu_hb", "retr_pl",
-               "retr_hb");
+               "retr_hb", "busy_pl", "busy_hb");
     for (int fresh = 0; fresh <= 1; fresh++)
         for (long block = 4; block <= max; block *= 4) {
             if (block < min)
@@ -219,7 +248,7 @@ int main(int argc, char **argv)
             int nr = block <= SMALL_BLOCK ? SMALL_ROUNDS * rounds : rounds;
             for (int v = 0; v < 2; v++) { /* warm-up */
                 round_cost(variant[v], send, reused, block, fresh, 2, size);
-                rt[v] = 0;
+                rt[v] = bz[v] = 0;
             }
             for (int r = 0; r < nr; r++)
                 for (int k = 0; k < 3; k++) {
@@ -231,6 +260,7 @@ int main(int argc, char **argv)
                         pk[v][r] = c.pkts;
                         cp[v][r] = c.cpu;
                         rt[v] = rt[v] < 0 || c.retr < 0 ? -1 : rt[v] + c.retr;
+                        bz[v] = bz[v] < 0 || c.busy < 0 ? -1 : bz[v] + c.busy;
                     }
                 }
             double p = median(t[0], nr), h = median(t[1], nr),
@@ -238,19 +268,23 @@ int main(int argc, char **argv)
             double pk0 = median(pk[0], nr), pk1 = median(pk[1], nr);
             double cp0 = median(cp[0], nr), cp1 = median(cp[1], nr);
             /* retransmissions are rare events: their mean, not a median
-             * that would hide them */
-            char pks[2][16] = {"-", "-"}, rts[2][16] = {"-", "-"};
+             * that would hide them; busy time too (coarse per round) */
+            char pks[2][16] = {"-", "-"}, rts[2][16] = {"-", "-"},
+                 bzs[2][16] = {"-", "-"};
             for (int v = 0; v < 2; v++) {
                 if ((v ? pk1 : pk0) >= 0)
                     snprintf(pks[v], sizeof(pks[v]), "%.1f", v ? pk1 : pk0);
                 if (rt[v] >= 0)
                     snprintf(rts[v], sizeof(rts[v]), "%.1f", rt[v] / nr);
+                if (bz[v] >= 0)
+                    snprintf(bzs[v], sizeof(bzs[v]), "%.1f", bz[v] / nr);
             }
             if (rank == 0)
                 printf("%-6s %8ld %6d %12.2f %12.2f %7.3f %7.3f | %8s %8s "
-                       "%9.1f %9.1f %7s %7s\n",
+                       "%9.1f %9.1f %7s %7s %9s %9s\n",
                        fresh ? "fresh" : "reuse", block, calls, p, h, h / p,
-                       p2 / p, pks[0], pks[1], cp0, cp1, rts[0], rts[1]);
+                       p2 / p, pks[0], pks[1], cp0, cp1, rts[0], rts[1], bzs[0],
+                       bzs[1]);
         }
     MPI_Finalize();
     return 0;

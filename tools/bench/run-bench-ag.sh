@@ -7,7 +7,9 @@
 # through UCX (Open MPI: pml ucx), so plain MPI is an RDMA baseline too.
 # After "|", what a call cost each variant: packets rxe sent (all ranks)
 # and CPU time (all ranks; about twice the wall time when the guest's two
-# CPUs are saturated, as they are at 4 and 8 ranks).
+# CPUs are saturated, as they are at 4 and 8 ranks), retransmissions per
+# 100 calls, and the guest's busy time (its CPUs' user, system, irq and
+# softirq: the kernel's packet work that no rank's CPU time counts).
 #
 #   tools/bench/run-bench-ag.sh        on the host: builds, then runs itself in the guest
 # Knobs: BENCH_ROUNDS (9; three times as many up to 4 KiB), BENCH_AG_MIN
@@ -38,8 +40,9 @@ echo "rxe0 active MTU: $(ibv_devinfo -d rxe0 | sed -n 's/.*active_mtu:[[:space:]
 # packets per call: rxe's counter (every rank is in this guest)
 export BENCH_AG_PKTS=/sys/class/infiniband/rxe0/ports/1/hw_counters/sent_pkts
 export BENCH_AG_RETRIES=/sys/class/infiniband/rxe0/ports/1/hw_counters/completer_retry_err
+export BENCH_AG_STAT=/proc/stat
 ompi=(mpiexec.openmpi --oversubscribe --mca pml ucx --mca btl self
-      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX -x BENCH_AG_PKTS -x BENCH_AG_RETRIES)
+      -x UCX_NET_DEVICES -x UCX_TLS -x UCX_IB_GID_INDEX -x BENCH_AG_PKTS -x BENCH_AG_RETRIES -x BENCH_AG_STAT)
 hb=(env HOTBUF_INTRANODE=1 HOTBUF_REPORT=json)
 
 for n in ${BENCH_AG_RANKS:-4 8}; do
