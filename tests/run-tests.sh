@@ -32,6 +32,10 @@ fail() {
     [ -n "${3:-}" ] && [ -f "$3" ] && sed 's/^/    | /' "$3" | tail -20
 }
 selected() { [ -z "${TESTS_FILTER:-}" ] || [[ $1 =~ $TESTS_FILTER ]]; }
+# lap NAME: the seconds since the last lap go to the closing time line, so
+# a run that creeps towards CI's 45-minute budget shows where it went.
+laps="" lap_at=$SECONDS
+lap() { laps="$laps $1 $((SECONDS - lap_at))s,"; lap_at=$SECONDS; }
 
 # ---- build -------------------------------------------------------------------
 for mpi in openmpi mpich; do
@@ -53,11 +57,13 @@ else
     fail "build/unit" "unit tests do not build" "$work/build-unit.log"
 fi
 
+lap build
 # ---- layering: no lower layer includes a higher one (tests/check_layers.sh) ----
 if selected layers; then
     if tests/check_layers.sh >"$work/layers.log" 2>&1; then pass layers; else fail layers "layer violations" "$work/layers.log"; fi
 fi
 
+lap layers
 # ---- models: exhaustive checks of hotbuf's protocols -------------------------------
 # The Allgather's immediates (tests/model/ag_flags.py): hotbuf's scheme
 # must hold, and each broken variant must fail (the checker can see it):
@@ -120,6 +126,7 @@ model_suite model/ag_mcast tests/model/run_spin_mcast.sh mc-model 600 \
     r2c3 r2c4 npk2 npk2c3 r3c1 mixed mixed4 mixed3r unreduced cycles \
     blocked blocked3 any_order_max
 
+lap models
 # ---- unit tests ----------------------------------------------------------------
 for t in build/unit/test_*; do
     [ -x "$t" ] || continue
@@ -128,6 +135,7 @@ for t in build/unit/test_*; do
     if timeout 120 "$t" >"$work/unit.log" 2>&1; then pass "$name"; else fail "$name" "exit $?" "$work/unit.log"; fi
 done
 
+lap unit
 # ---- integration tests -----------------------------------------------------------
 launcher() { # flavour nranks
     case $1 in
@@ -289,6 +297,7 @@ for mpi in openmpi mpich; do
     done
 done
 
+lap integration
 # ---- point-to-point pull (issue 12) -------------------------------------------------
 # The whole set again (pulled/..., below) with pull forced on every
 # communicator; here the programs of the receive side itself, with report
@@ -341,6 +350,7 @@ for c in "openmpi 2" "openmpi 4" "mpich 2"; do
     fi
 done
 
+lap p2p-pull
 # ---- point-to-point with hotbuf owning the matching (issue 12) ----------------------
 # The whole set again with pull forced on every communicator from its first
 # message: output identical to plain MPI (Open MPI at 2 and 4 ranks, MPICH
@@ -356,6 +366,7 @@ done
 source tests/p2p.sh
 p2p_tests
 
+lap p2p-matching
 # ---- the bindings ----------------------------------------------------------------
 # What the generated Fortran bindings assume of each MPI's Fortran libraries
 # (names, mpi_f08 paths), and the request/status array conversions alone.
@@ -378,19 +389,23 @@ for mpi in openmpi mpich; do
     fi
 done
 
+lap bindings
 # ---- behaviour checks ------------------------------------------------------------
 source tests/behaviour.sh
 
+lap behaviour
 # ---- installation, and hotbuf-run under SLURM -----------------------------------------
 source tests/install.sh
 install_tests
 source tests/slurm.sh
 slurm_tests
 
+lap install+slurm
 # ---- the HTML report in headless Chromium (tests/html.sh) --------------------------
 source tests/html.sh
 html_tests
 
+lap html
 # ---- verbs tests, in the soft-RoCE guest -------------------------------------------
 # The guest boots the Debian kernel under TCG in seconds; the suite takes
 # about 10 minutes of emulated time (more on a loaded host, hence the
@@ -400,15 +415,18 @@ if selected rdma/ && [ -z "${TESTS_NO_VM:-}" ]; then
         >"$work/rdma.log" 2>&1
     rc=$?
     grep -E '^(PASS|FAIL|    \|)' "$work/rdma.log"
+    slowest=$(sed -n 's/^rdma: slowest: //p' "$work/rdma.log")
     p=$(grep -c '^PASS ' "$work/rdma.log") f=$(grep -c '^FAIL ' "$work/rdma.log")
     passed=$((passed + p)) failed=$((failed + f))
     [ "$f" -gt 0 ] && failures="$failures rdma/*"
-    if ! grep -q '^rdma: ' "$work/rdma.log"; then
+    if ! grep -q '^rdma: [0-9]' "$work/rdma.log"; then
         fail rdma/guest "the soft-RoCE guest did not complete (exit $rc)" "$work/rdma.log"
     fi
 fi
 
+lap guest
 echo
+echo "time (s):${laps%,}${slowest:+; in the guest, slowest: $slowest}"
 [ -n "$failures" ] && echo "failed:$failures"
 echo "$passed passed, $failed failed"
 [ $failed = 0 ]

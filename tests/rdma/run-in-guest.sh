@@ -9,14 +9,18 @@ work=$(mktemp -d /tmp/rdma.XXXXXX)
 passed=0 failed=0
 pass() { passed=$((passed + 1)); echo "PASS rdma/$1"; }
 fail() { failed=$((failed + 1)); echo "FAIL rdma/$1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15; }
+took=""  # "seconds name" lines: the slowest programs, printed at the end
+timed() { took="$took$((SECONDS - $1)) $2
+"; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
 # run_prog NAME CMD...: a program that prints its own PASS/FAIL lines; its
 # lines join the count, and a crash or time-out without them is a failure.
 run_prog() {
-    local name=$1; shift
+    local name=$1 t0=$SECONDS; shift
     timeout "${RUN_TIMEOUT:-300}" "$@" >"$work/$name.log" 2>&1
     local rc=$? p f
+    timed $t0 "$name"
     sed -n 's/^\(PASS\|FAIL\) \(.*\)/\1 rdma\/\2/p; /^    |/p' "$work/$name.log"
     p=$(grep -c '^PASS ' "$work/$name.log") f=$(grep -c '^FAIL ' "$work/$name.log")
     passed=$((passed + p)) failed=$((failed + f))
@@ -132,6 +136,7 @@ RUN_TIMEOUT=1500 run_prog defects tests/rdma/defects.sh
 #     lock_all, shared locks, NOCHECK) over rxe0, plain and with hotbuf.
 RUN_TIMEOUT=900 run_prog mpi_rdma_beside tests/rdma/mpi_rdma_beside.sh
 
+echo "rdma: slowest: $(printf '%s' "$took" | sort -rn | head -5 | awk '{printf "%s%s %ss", NR > 1 ? ", " : "", $2, $1}')"
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]
