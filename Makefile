@@ -43,7 +43,7 @@ endif
 # MPI-free parts: also linked into the unit tests and the table benchmark.
 # Layers, lowest first (the table is in tests/check_layers.sh, which make
 # test runs as "layers"):
-#   shim/util                             helpers: clock, list, pool, why, memlock, device choice
+#   shim/util                             helpers: clock, list, pool, why, memlock, device choice, copy
 #   shim/transport, regcache              MPI-free leaves
 #   shim/config < shim/track              MPI-free model: settings, reuse table, cost model
 #   shim/report                           report pipeline (sections registered from above)

@@ -69,6 +69,7 @@
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 
 struct ag_call {
     struct hb_ag *ag;
@@ -244,8 +245,8 @@ static void send_blocks(struct ag_call *a, int to,
 static void copy_out(const struct ag_call *a, uint64_t first, uint64_t n)
 {
     if (a->out)
-        memcpy(a->out + first * a->block, a->buf + first * a->block,
-               n * a->block);
+        hb_copy(a->out + first * a->block, a->buf + first * a->block,
+                n * a->block);
 }
 
 static void recursive_doubling(struct ag_call *a)
@@ -333,7 +334,7 @@ static void direct_to_all(struct ag_call *a)
 }
 
 /* count x type at src into bytes contiguous bytes at dst (or back with
- * unpack): memcpy for packed predefined types, else MPI_Pack, which is a
+ * unpack): hb_copy for packed predefined types, else MPI_Pack, which is a
  * local copy.  Never a message to self: a receive the application has
  * pending on MPI_COMM_SELF could match it.  Packed bytes are the plain
  * bytes of the type map on a homogeneous job (start checks that MPI packs
@@ -343,7 +344,7 @@ static void pack(const void *src, int count, MPI_Datatype type, void *dst,
 {
     int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
-        memcpy(dst, src, bytes);
+        hb_copy(dst, src, bytes);
     else
         PMPI_Pack(src, count, type, dst, (int)bytes, &pos, MPI_COMM_SELF);
 }
@@ -353,7 +354,7 @@ static void unpack(const void *src, uint64_t bytes, void *dst, int count,
 {
     int pos = 0;
     if (hb_dt_contiguous_bytes(count, type) == bytes)
-        memcpy(dst, src, bytes);
+        hb_copy(dst, src, bytes);
     else
         PMPI_Unpack(src, (int)bytes, &pos, dst, count, type, MPI_COMM_SELF);
 }

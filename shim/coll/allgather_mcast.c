@@ -68,6 +68,7 @@
 #include "regcache/regcache.h"
 #include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 
 #define MC_MAX_RANKS 16 /* the groups a host joins per communicator */
 #define MC_SEQ_BITS 20  /* immediate: call (mod 2^20), packet number */
@@ -319,8 +320,8 @@ static void on_packet(struct mc_call *k, const struct hb_tr_mcast_event *e)
     if (e->ok && e->has_imm &&
         e->imm >> MC_PKT_BITS == MC_IMM(k->a->seq, 0) >> MC_PKT_BITS &&
         kk < k->npk && e->len == len && !(mc->flags[j] & MC_DONE) && !*have) {
-        memcpy(k->target + (uint64_t)j * k->a->block + off,
-               slot_addr(c, q, e->wr_id), len);
+        hb_copy(k->target + (uint64_t)j * k->a->block + off,
+                slot_addr(c, q, e->wr_id), len);
         *have = 1;
         mc->heard[j] = k->now;
         if (++mc->got[j] == k->npk)
@@ -343,8 +344,8 @@ static void on_flags(struct mc_call *k, int j)
     if (!(f & MC_DONE) && HB_AG_FLAG_SEQ(area->mrepair[j]) == a->seq) {
         __atomic_thread_fence(__ATOMIC_ACQUIRE);
         if (k->target != a->buf) /* the repair landed in the half */
-            memcpy(k->target + (uint64_t)j * a->block,
-                   a->buf + (uint64_t)j * a->block, a->block);
+            hb_copy(k->target + (uint64_t)j * a->block,
+                    a->buf + (uint64_t)j * a->block, a->block);
         block_done(k, j);
     }
     if (!(f & MC_SERVED) && HB_AG_FLAG_SEQ(area->mnack[j]) == a->seq) {
@@ -420,7 +421,7 @@ static void start(struct mc_call *k)
     k->ag->stats.ops++;
     k->ag->stats.writes++;
     if (a->out)
-        memcpy(a->out + (uint64_t)c->rank * a->block, own, a->block);
+        hb_copy(a->out + (uint64_t)c->rank * a->block, own, a->block);
     block_done(k, c->rank);
 }
 

@@ -19,10 +19,15 @@ const size_t hb_var_count = sizeof(hb_var_table) / sizeof(hb_var_table[0]);
 static const char *const report_words[] = {"off",  "text", "json",
                                            "both", "html", NULL};
 static const char *const memmon_words[] = {"on", "off", "none", NULL};
+static const char *const copy_words[] = {"auto", "memcpy", "pieces", NULL};
 
 const char *const *hb_var_enum_words(const struct hb_var_desc *d)
 {
-    return !strcmp(d->name, "HOTBUF_MEMMON") ? memmon_words : report_words;
+    if (!strcmp(d->name, "HOTBUF_MEMMON"))
+        return memmon_words;
+    if (!strcmp(d->name, "HOTBUF_COPY"))
+        return copy_words;
+    return report_words;
 }
 
 /* Parses text into a double, with an optional binary size suffix for

@@ -19,6 +19,7 @@ enum hb_report_mode {
     HB_REPORT_HTML /* text, JSON and the page tools/hotbuf-report draws */
 };
 enum hb_memmon_mode { HB_MEMMON_ON, HB_MEMMON_OFF, HB_MEMMON_NONE };
+enum hb_copy_mode { HB_COPY_AUTO, HB_COPY_USE_MEMCPY, HB_COPY_USE_PIECES };
 
 enum hb_var_type {
     HB_VAR_BOOL,

@@ -10,6 +10,7 @@
 #include "subsys.h"
 #include "track/calibrate.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 #include "track_mpi.h"
 #include "wrapcheck.h"
 
@@ -42,6 +43,7 @@ static void calibrate_and_connect(const struct hb_ctx *ctx)
                         hb_rt.rdma.tr ? hb_transport_pd(hb_rt.rdma.tr) : NULL,
                         why, sizeof(why));
     PMPI_Bcast(&hb_rt.cost, sizeof(hb_rt.cost), MPI_BYTE, 0, ctx->comm);
+    hb_copy_use((enum hb_copy_routine)hb_rt.cost.copy_routine);
     if (ctx->rank != 0)
         return;
     if (hb_rt.cost.reg_src != HB_COST_DEFAULT)

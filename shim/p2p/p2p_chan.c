@@ -43,6 +43,7 @@
 #include "regcache/regcache_verbs.h"
 #include "transport/transport.h"
 #include "util/clock.h"
+#include "util/copy.h"
 #include "p2p_int.h"
 
 #define CREDIT_WORD 64 /* the staging area's first bytes: credits land here */
@@ -540,7 +541,7 @@ static void payload(struct p2p_peer *p, const void *buf, uint32_t bytes,
         return;
     }
     *reg = NULL;
-    memcpy(p->stage + CREDIT_WORD + HB_SLOT_HDR, buf, bytes);
+    hb_copy(p->stage + CREDIT_WORD + HB_SLOT_HDR, buf, bytes);
     sg->addr = (uint64_t)(uintptr_t)(p->stage + CREDIT_WORD + HB_SLOT_HDR);
     sg->length = bytes;
     sg->lkey = p->stage_mr->lkey;
@@ -836,7 +837,7 @@ static int take_record(int w, const struct hb_ring_hdr *h, const void *data,
     ch.in_slot = rndv ? NULL : m; /* a descriptor is copied already */
     hb_p2p_release(c, rp);
     if (ch.in_slot) { /* held (merge or unexpected store) */
-        memcpy(m->copy, m->data, m->bytes);
+        hb_copy(m->copy, m->data, m->bytes);
         m->data = m->copy;
     }
     ch.in_slot = NULL;
@@ -1095,7 +1096,7 @@ static void foreign(struct p2p_comm *c, struct p2p_rxpair *rp, void *b,
     struct hb_ring_hdr h = {
         .src = st->MPI_SOURCE, .tag = st->MPI_TAG, .nbytes = (uint32_t)bytes};
     struct p2p_msg *m = ring_msg(&h, NULL, 0);
-    memcpy(m->copy, b, (size_t)bytes);
+    hb_copy(m->copy, b, (size_t)bytes);
     m->data = m->copy;
     m->g.kind = HB_MG_MPI;
     hb_mg_pulled(&rp->mg, &m->g);

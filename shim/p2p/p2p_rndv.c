@@ -50,6 +50,7 @@
 #include "regcache/regcache_verbs.h"
 #include "track/costmodel.h"
 #include "transport/transport.h"
+#include "util/copy.h"
 #include "p2p_int.h"
 
 /* A read under way: into r's buffer (or a bounce buffer), or, for a
@@ -308,7 +309,7 @@ void hb_p2p_rndv_resent(struct p2p_msg *m, const void *data)
     p2p.stats.rndv_resent_in++;
     if (v) {
         if (!v->resent)
-            memcpy(v->target, data, v->len);
+            hb_copy(v->target, data, v->len);
         v->resent = 1;
         if (!reading)
             rv_poll(v);
@@ -316,7 +317,7 @@ void hb_p2p_rndv_resent(struct p2p_msg *m, const void *data)
     }
     if (!(m->heap = malloc(m->bytes ? m->bytes : 1)))
         abort(); /* the message exists only here now */
-    memcpy(m->heap, data, m->bytes);
+    hb_copy(m->heap, data, m->bytes);
     m->data = m->heap;
     m->rndv = 0;
 }

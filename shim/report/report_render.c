@@ -7,6 +7,7 @@
 #include "report.h"
 #include "report_advice.h"
 #include "track/sizehist.h"
+#include "util/copy.h"
 
 const char *hb_report_bytes(double v, char *buf, size_t len)
 {
@@ -228,6 +229,20 @@ static void text_table(FILE *out, const struct hb_report *r,
             (unsigned long long)r->stopped_after_calls_min[1]);
 }
 
+/* The routine hotbuf copies its own data with, and why (util/copy.h). */
+static void text_copy_routine(FILE *out, const struct hb_costmodel *cm)
+{
+    char b1[32], b2[32];
+    fprintf(out, "hotbuf's copies: %s (%s",
+            hb_copy_routine_name((enum hb_copy_routine)cm->copy_routine),
+            hb_cost_source_name(cm->routine_src));
+    if (cm->routine_src == HB_COST_MEASURED)
+        fprintf(out, "; 64 KiB in %s by memcpy, %s in 4 KiB pieces",
+                hb_report_time(cm->probe_memcpy_ns, b1, sizeof(b1)),
+                hb_report_time(cm->probe_pieces_ns, b2, sizeof(b2)));
+    fprintf(out, ")\n");
+}
+
 static void text_cost(FILE *out, const struct hb_report_context *ctx)
 {
     const struct hb_costmodel *cm = ctx->cost;
@@ -252,6 +267,7 @@ static void text_cost(FILE *out, const struct hb_report_context *ctx)
                     hb_report_bytes((double)sizes[i], b1, sizeof(b1)), t);
     }
     fprintf(out, " saving = copies avoided x C - registrations x R\n");
+    text_copy_routine(out, cm);
 }
 
 /* Variable i of the configuration: its name, its value as text in v,
@@ -448,7 +464,12 @@ static void json_cost(FILE *out, const struct hb_report_context *ctx)
                 hb_cost_break_even(cm, size),
                 t == HB_NEVER ? -1LL : (long long)t);
     }
-    fprintf(out, "]}");
+    fprintf(out,
+            "], \"copy_routine\": \"%s\", \"copy_routine_source\": \"%s\", "
+            "\"probe_memcpy_ns\": %.1f, \"probe_pieces_ns\": %.1f}",
+            hb_copy_routine_name((enum hb_copy_routine)cm->copy_routine),
+            hb_cost_source_name(cm->routine_src), cm->probe_memcpy_ns,
+            cm->probe_pieces_ns);
 }
 
 static void json_config(FILE *out, const struct hb_report_context *ctx)

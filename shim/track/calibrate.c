@@ -6,6 +6,7 @@
 
 #include "reuse_table.h"
 #include "util/clock.h"
+#include "util/copy.h"
 
 /* A table the size the job will use, with a few thousand buffers spaced
  * like heap allocations, looked up in a scattered order; best of 5. */
@@ -62,6 +63,27 @@ static void calibrate_reg(struct hb_costmodel *cm, const struct hb_config *cfg,
     cm->reg_page_us = cfg->reg_page_us >= 0 ? cfg->reg_page_us : page;
 }
 
+/* HOTBUF_COPY: the user's routine, else the faster one on this CPU. */
+static void calibrate_copy_routine(struct hb_costmodel *cm,
+                                   const struct hb_config *cfg)
+{
+    struct hb_copy_probe p = {0, 0};
+    cm->routine_src = HB_COST_USER;
+    if (cfg->copy == HB_COPY_USE_PIECES) {
+        cm->copy_routine = HB_COPY_PIECES;
+    } else if (cfg->copy == HB_COPY_USE_MEMCPY) {
+        cm->copy_routine = HB_COPY_MEMCPY;
+    } else if (hb_copy_probe(&p) == 0) {
+        cm->copy_routine = hb_copy_pick(&p);
+        cm->routine_src = HB_COST_MEASURED;
+    } else {
+        cm->copy_routine = HB_COPY_MEMCPY;
+        cm->routine_src = HB_COST_DEFAULT;
+    }
+    cm->probe_memcpy_ns = p.memcpy_ns;
+    cm->probe_pieces_ns = p.pieces_ns;
+}
+
 void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg,
                      struct ibv_pd *pd, char *why_default, size_t len)
 {
@@ -70,6 +92,7 @@ void hb_calibrate_pd(struct hb_costmodel *cm, const struct hb_config *cfg,
         hb_cost_set_copy_linear(cm, cfg->copy_ns_per_kb);
     else
         hb_cost_measure_copy(cm, cfg->eager_limit * 2);
+    calibrate_copy_routine(cm, cfg);
 
     if (cfg->lookup_ns >= 0) {
         cm->lookup_ns = cfg->lookup_ns;

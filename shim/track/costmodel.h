@@ -28,6 +28,13 @@ struct hb_costmodel {
     double reg_base_us;              /* R(m) = base + per_page * pages(m) */
     double reg_page_us;
     enum hb_cost_source copy_src, lookup_src, reg_src;
+    /* Not the model's C (that is the MPI's memcpy) but the routine hotbuf
+     * copies its own data with (util/copy.h), chosen with the rest of the
+     * calibration so every rank uses rank 0's: the probe's times of one
+     * 64 KiB copy, 0 when not measured. */
+    int copy_routine; /* enum hb_copy_routine */
+    double probe_memcpy_ns, probe_pieces_ns;
+    enum hb_cost_source routine_src;
 };
 
 /* Linear copy model C(m) = m/1024 * ns_per_kb, for a user-given cost. */

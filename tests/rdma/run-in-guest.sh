@@ -39,7 +39,8 @@ else
     fail device "rxe0 missing or port not active" "$work/devinfo"
 fi
 
-# 2. With a device, hotbuf measures R with ibv_reg_mr; results unchanged.
+# 2. With a device, hotbuf measures R with ibv_reg_mr and times its two copy
+#    routines (pieces chosen only at half memcpy's time); results unchanged.
 prog=build/openmpi/tests/reuse_known
 timeout 300 mpiexec.openmpi -n 2 $prog >"$work/plain.out" 2>"$work/plain.err"
 HOTBUF_THRESHOLD=100 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/r \
@@ -47,6 +48,8 @@ HOTBUF_THRESHOLD=100 HOTBUF_REPORT=json HOTBUF_REPORT_FILE=$work/r \
 if [ -s "$work/plain.out" ] && cmp -s "$work/plain.out" "$work/hb.out" &&
    [ "$(json "$work/r.json" 'r["cost_model"]["reg_source"]')" = measured ] &&
    [ "$(json "$work/r.json" 'r["cost_model"]["reg_base_us"] > 0')" = True ] &&
+   [ "$(json "$work/r.json" 'r["cost_model"]["copy_routine_source"]')" = measured ] &&
+   [ "$(json "$work/r.json" '(lambda c: c["probe_memcpy_ns"] > 0 and (c["copy_routine"] == "pieces") == (2 * c["probe_pieces_ns"] <= c["probe_memcpy_ns"]))(r["cost_model"])')" = True ] &&
    [ "$(json "$work/r.json" 'r["rdma"]["ranks_up"]')" = 2 ] &&
    [ "$(json "$work/r.json" 'r["rdma"]["status"].startswith("RDMA on rxe0 port 1")')" = True ] &&
    python3 tests/check_report.py reuse_known "$work/r.json" 2 >"$work/check" 2>&1; then

@@ -93,6 +93,7 @@ static const struct {
     {"HOTBUF_SPECULATIVE", "0.25"},
     {"HOTBUF_THRESHOLD", "0"},
     {"HOTBUF_COPY_NS_PER_KB", "auto"},
+    {"HOTBUF_COPY", "auto"},
     {"HOTBUF_LOOKUP_NS", "auto"},
     {"HOTBUF_REG_BASE_US", "auto"},
     {"HOTBUF_REG_PAGE_US", "auto"},
@@ -166,6 +167,7 @@ static void test_defaults(void)
     CHECK(cfg.regcache_entries == 4096);
     CHECK_EQ_U64(cfg.regcache_bytes, 0);
     CHECK(cfg.memmon == HB_MEMMON_ON);
+    CHECK(cfg.copy == HB_COPY_AUTO);
     CHECK(cfg.rma == 1);
     CHECK(cfg.intranode == 0);
     CHECK(cfg.connect_timeout == 60);
@@ -421,6 +423,7 @@ static void test_invalid(void)
     expect_invalid("HOTBUF_ADAPT_HOT_PCT", "100.5", "0..100");
     expect_invalid("HOTBUF_COPY_NS_PER_KB", "0", "0.001..1e+09");
     expect_invalid("HOTBUF_COPY_NS_PER_KB", "fast", "auto or a number");
+    expect_invalid("HOTBUF_COPY", "rep", "auto, memcpy or pieces");
     expect_invalid("HOTBUF_LOOKUP_NS", "-5", "auto or a number in 0..1e+09");
     /* bool */
     expect_invalid("HOTBUF_ENABLE", "2", "0 or 1");
@@ -485,6 +488,7 @@ static const struct {
     {"HOTBUF_REGCACHE_MAX_ENTRIES", "64"},
     {"HOTBUF_REGCACHE_MAX_BYTES", "64M"},
     {"HOTBUF_MEMMON", "None"},
+    {"HOTBUF_COPY", "Pieces"},
     {"HOTBUF_RMA", "0"},
     {"HOTBUF_INTRANODE", "1"},
     {"HOTBUF_CONNECT_TIMEOUT", "2.5"},

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "fixtures.h"
+#include "util/copy.h"
 #include "coll/allgather_stats.h"
 #include "rdma/rdma_stats.h"
 #include "report/report.h"
@@ -857,6 +858,10 @@ static void test_merge(void)
 
     /* rendering ------------------------------------------------------------ */
     struct hb_report_context ctx = context();
+    cm.copy_routine = HB_COPY_PIECES; /* as timed on the emulated CPU */
+    cm.routine_src = HB_COST_MEASURED;
+    cm.probe_memcpy_ns = 128000;
+    cm.probe_pieces_ns = 21500;
     char *text = render(hb_report_render_text, &r, &ctx);
     char line[1024];
     CHECK(HAS(
@@ -905,6 +910,8 @@ static void test_merge(void)
               "stopped growing on 1 rank(s) at its limit of 262144 buffers "
               "(HOTBUF_TABLE_MAX_ENTRIES) after 500 calls"));
     CHECK(HAS(text, "cost model: C 12 ns @128 B, 800 ns @8 KiB (user)"));
+    CHECK(HAS(text, "hotbuf's copies: pieces (measured; 64 KiB in 128.0 us by "
+                    "memcpy, 21.5 us in 4 KiB pieces)\n"));
     /* thresholds by hand: ceil(0.25 * R / (C - V)) */
     CHECK(HAS(
         text,
@@ -942,6 +949,9 @@ static void test_merge(void)
         fprintf(stderr, "invalid JSON:\n%s\n", json);
     CHECK(json_valid(json));
     CHECK(HAS(json, "\"hotbuf_report_version\": 1, \"ranks\": 3"));
+    CHECK(HAS(json, "\"copy_routine\": \"pieces\", \"copy_routine_source\": "
+                    "\"measured\", \"probe_memcpy_ns\": 128000.0, "
+                    "\"probe_pieces_ns\": 21500.0}"));
     CHECK(HAS(json, "\"mpi_library\": \"Test \\\"MPI\\\" 4.1\""));
     CHECK(
         HAS(json,
