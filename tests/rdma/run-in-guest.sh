@@ -139,7 +139,7 @@ RUN_TIMEOUT=1500 run_prog defects tests/rdma/defects.sh
 #     lock_all, shared locks, NOCHECK) over rxe0, plain and with hotbuf.
 RUN_TIMEOUT=900 run_prog mpi_rdma_beside tests/rdma/mpi_rdma_beside.sh
 
-echo "rdma: slowest: $(printf '%s' "$took" | sort -rn | head -5 | awk '{printf "%s%s %ss", NR > 1 ? ", " : "", $2, $1}')"
+echo "rdma: slowest: $(printf '%s' "$took" | sort -rn | head -5 | awk '{printf "%s%s %ss", (NR > 1 ? ", " : ""), $2, $1}')"
 echo "rdma: $passed passed, $failed failed"
 rm -rf "$work"
 [ $failed = 0 ]
