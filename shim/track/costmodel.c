@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "util/clock.h"
+#include "util/copy.h"
 
 #define PAGE 4096.0
 
@@ -16,24 +16,12 @@ void hb_cost_set_copy_linear(struct hb_costmodel *cm, double ns_per_kb)
     cm->copy_src = HB_COST_USER;
 }
 
-/* Through a volatile pointer so the compiler cannot drop or fold the copies. */
-static void *(*volatile copy_fn)(void *, const void *, size_t) = memcpy;
-
-/* Best of several short batches: the minimum is the least disturbed by the
- * other processes on a shared node. */
+/* Enough copies per batch to rise above the clock's resolution: many
+ * for small sizes, a few for large ones. */
 static double time_copy(char *dst, const char *src, size_t len)
 {
     int iters = len >= 65536 ? 16 : (int)(262144 / (len + 64)) + 8;
-    double best = INFINITY;
-    for (int batch = 0; batch < 5; batch++) {
-        double t0 = hb_clock_ns();
-        for (int i = 0; i < iters; i++)
-            copy_fn(dst, src, len);
-        double t = (hb_clock_ns() - t0) / iters;
-        if (t < best)
-            best = t;
-    }
-    return best;
+    return hb_copy_time_ns(HB_COPY_MEMCPY, dst, src, len, iters);
 }
 
 void hb_cost_measure_copy(struct hb_costmodel *cm, uint64_t max_size)

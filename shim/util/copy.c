@@ -56,18 +56,16 @@ static void whole(char *dst, const char *src, size_t n)
     memcpy(dst, src, n);
 }
 
-/* Best of 5 batches of 4 copies: the minimum is what the routine costs,
- * the rest is other processes on the node. */
-static double time_routine(void (*fn)(char *, const char *, size_t), char *dst,
-                           const char *src)
+double hb_copy_time_ns(enum hb_copy_routine r, void *dst, const void *src,
+                       size_t len, int iters)
 {
     double best = INFINITY;
-    copy_fn = fn;
+    copy_fn = r == HB_COPY_PIECES ? copy_pieces : whole;
     for (int batch = 0; batch < 5; batch++) {
         double t0 = hb_clock_ns();
-        for (int i = 0; i < 4; i++)
-            copy_fn(dst, src, HB_COPY_PROBE_BYTES);
-        double t = (hb_clock_ns() - t0) / 4;
+        for (int i = 0; i < iters; i++)
+            copy_fn(dst, src, len);
+        double t = (hb_clock_ns() - t0) / iters;
         if (t < best)
             best = t;
     }
@@ -87,8 +85,12 @@ int hb_copy_probe(struct hb_copy_probe *p)
     /* alternated, so a burst of load on the node hits both alike */
     p->memcpy_ns = p->pieces_ns = INFINITY;
     for (int round = 0; round < 2; round++) {
-        p->memcpy_ns = fmin(p->memcpy_ns, time_routine(whole, dst, src));
-        p->pieces_ns = fmin(p->pieces_ns, time_routine(copy_pieces, dst, src));
+        p->memcpy_ns =
+            fmin(p->memcpy_ns, hb_copy_time_ns(HB_COPY_MEMCPY, dst, src,
+                                               HB_COPY_PROBE_BYTES, 4));
+        p->pieces_ns =
+            fmin(p->pieces_ns, hb_copy_time_ns(HB_COPY_PIECES, dst, src,
+                                               HB_COPY_PROBE_BYTES, 4));
     }
     free(src);
     free(dst);

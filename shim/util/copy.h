@@ -32,6 +32,13 @@ struct hb_copy_probe {
     double memcpy_ns, pieces_ns;
 };
 
+/* ns per copy of len bytes by routine r: the best of 5 batches of iters
+ * copies (the minimum is what the routine costs, the rest is other
+ * processes on the node).  Shared by the probe below and the cost model's
+ * copy curve (track/costmodel.c), which times the MPI's copy: memcpy. */
+double hb_copy_time_ns(enum hb_copy_routine r, void *dst, const void *src,
+                       size_t len, int iters);
+
 /* Times both routines; 0, or -1 when the buffers cannot be had. */
 int hb_copy_probe(struct hb_copy_probe *p);
 
