@@ -91,7 +91,7 @@
 #        HOTBUF_TEST_P2P_CREDIT_WAIT_US, as the default 200 us let up to 6%
 #        go by MPI beside a CI run, the guest descheduled), and every send
 #        call site rerouted (report).
-# Prints PASS/FAIL lines.  P2P_RING_ONLY=REGEX runs only the tests whose
+# Prints PASS/FAIL lines, each with its seconds.  P2P_RING_ONLY=REGEX runs only the tests whose
 # name matches (e.g. 'random/.*/revoke'); P2P_RING_LIB=PATH runs the
 # random tests with another libhotbuf.so (an older build: to see a test
 # fail before its fix); KEEP=DIR keeps the logs there.
@@ -104,8 +104,15 @@ LARGE_SEEDS=${P2P_RING_LARGE_SEEDS:-40}
 EARLY_SEEDS=${P2P_RING_EARLY_SEEDS:-12}
 work=${KEEP:-$(mktemp -d /tmp/p2p_ring.XXXXXX)}; mkdir -p "$work"
 [ -n "${KEEP:-}" ] || trap 'rm -rf "$work"' EXIT
-pass() { echo "PASS $1"; }
-fail() { echo "FAIL $1: $2"; [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15; }
+# Each verdict ends with the seconds since the one before ([N s]): this
+# file is the guest's longest program (10 of CI's 45 minutes), and its
+# time is spent here, per run.
+t_last=$SECONDS
+pass() { echo "PASS $1 [$((SECONDS - t_last)) s]"; t_last=$SECONDS; }
+fail() {
+    echo "FAIL $1: $2 [$((SECONDS - t_last)) s]"; t_last=$SECONDS
+    [ -f "${3:-}" ] && sed 's/^/    | /' "$3" | tail -15
+}
 only() { [[ $1 =~ ${P2P_RING_ONLY:-.} ]]; }
 json() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(eval(sys.argv[2]))" "$@"; }
 
