@@ -91,10 +91,11 @@
 #        HOTBUF_TEST_P2P_CREDIT_WAIT_US, as the default 200 us let up to 6%
 #        go by MPI beside a CI run, the guest descheduled), and every send
 #        call site rerouted (report).
-# Prints PASS/FAIL lines, each with its seconds.  P2P_RING_ONLY=REGEX runs only the tests whose
-# name matches (e.g. 'random/.*/revoke'); P2P_RING_LIB=PATH runs the
-# random tests with another libhotbuf.so (an older build: to see a test
-# fail before its fix); KEEP=DIR keeps the logs there.
+# Prints PASS/FAIL lines, each with its seconds.  P2P_RING_ONLY=REGEX
+# runs only the tests whose name matches (e.g. 'random/.*/revoke');
+# P2P_RING_LIB=PATH runs the random tests with another libhotbuf.so (an
+# older build: to see a test fail before its fix); KEEP=DIR keeps the
+# logs there.
 set -u
 cd "$(dirname "$0")/../.."
 export OMPI_MCA_btl=self,vader OMPI_MCA_pml=ob1 OMPI_MCA_btl_vader_single_copy_mechanism=none

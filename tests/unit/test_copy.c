@@ -79,7 +79,8 @@ static void test_probe(void)
            p.pieces_ns, hb_copy_routine_name(hb_copy_pick(&p)));
 }
 
-/* The timer runs the routine it is asked for, on the bytes given, and
+/* The timer copies exactly the bytes given, with either routine asked
+ * for (both give the same bytes, so this cannot tell which one ran), and
  * leaves the routine in use alone (the cost model times memcpy at any
  * time, whatever hotbuf's copies use). */
 static void test_time(void)
