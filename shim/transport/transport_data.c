@@ -213,7 +213,8 @@ void hb_tr_check_async(struct hb_transport *t)
     }
 }
 
-/* Async events cost a system call each look: at most one look per 10 ms. */
+/* Async events cost a system call each look: at most one look per 10 ms
+ * (by the coarse clock, which costs none). */
 static void maybe_check_async(struct hb_transport *t, double now)
 {
     if (now >= t->next_async) {
@@ -230,7 +231,7 @@ int hb_transport_progress(struct hb_transport *t)
     if (t->cm_active)
         hb_tr_cm_timers(t);
     if ((++t->progress_calls & 31) == 0)
-        maybe_check_async(t, hb_clock_s());
+        maybe_check_async(t, hb_clock_coarse_s());
     return n;
 }
 
@@ -447,7 +448,7 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op,
     if (rc != HB_TR_AGAIN)
         return rc;
     struct hb_peer *pe = t->peers[op->peer];
-    double deadline = hb_clock_s() + t->p.op_timeout_s;
+    double deadline = hb_clock_coarse_s() + t->p.op_timeout_s;
     unsigned spins = 0;
     for (;;) {
         if (pe->state == HB_PEER_CONNECTED && pe->last_signaled < op->seq) {
@@ -464,7 +465,7 @@ int hb_transport_wait(struct hb_transport *t, const struct hb_tr_op *op,
         if (n == 0 && yield && (spins & 7) == 0)
             yield(ctx);
         if ((spins & 63) == 0) {
-            double now = hb_clock_s();
+            double now = hb_clock_coarse_s();
             maybe_check_async(t, now);
             if (now > deadline) {
                 hb_tr_peer_fail(
