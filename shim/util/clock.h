@@ -1,4 +1,4 @@
-/* The monotonic clock every timing in hotbuf reads: timeouts and retries
+/* The monotonic clocks every timing in hotbuf reads: timeouts and retries
  * in the transport, the monitor's waits, and the cost-model measurements.
  * CLOCK_MONOTONIC: never jumps with the wall clock, so a timeout cannot
  * fire early (or never) because of an NTP step. */
@@ -34,12 +34,14 @@ static inline double hb_clock_s(void)
  * device read; in the emulated test guest the transport's progress read
  * it about twice per rank and 4 KiB Allgather, read_hpet 1.1% of the
  * samples (README).  The coarse clock is the vDSO's copy of the tick's
- * time, never a device. */
+ * time, never a device.  A kernel without it (before 2.6.32) gets the
+ * precise one. */
 static inline double hb_clock_coarse_s(void)
 {
     struct timespec ts;
 
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+    if (clock_gettime(CLOCK_MONOTONIC_COARSE, &ts))
+        return hb_clock_s();
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
