@@ -66,12 +66,6 @@
 #ifndef USERFAULTFD_IOC_NEW
 #define USERFAULTFD_IOC_NEW _IO(0xAA, 0x00)
 #endif
-#ifndef UFFD_FEATURE_WP_HUGETLBFS_SHMEM
-#define UFFD_FEATURE_WP_HUGETLBFS_SHMEM (1 << 12)
-#endif
-#ifndef UFFD_FEATURE_WP_ASYNC
-#define UFFD_FEATURE_WP_ASYNC (1 << 15)
-#endif
 
 #define NEEDED_EVENTS                                                          \
     (UFFD_FEATURE_EVENT_UNMAP | UFFD_FEATURE_EVENT_REMOVE |                    \
@@ -114,8 +108,6 @@ static struct {
     atomic_uint wake_delay_us, dispatch_delay_us;
     uintptr_t page;
     int user_mode_only;
-    int wp_async; /* any memory type can be watched (>= 6.7) */
-    int shmem_ok;
     char *probe;         /* PROT_NONE page, never registered */
     atomic_int probe_ok; /* the mmap_changing probe works */
     char desc[320];
@@ -675,7 +667,46 @@ struct span {
     uintptr_t s, e;   /* the range asked about */
     uintptr_t vs, ve; /* the VMAs it touches, so far */
     int state;        /* 0 none yet, 1 collecting, 2 done, -1 hole */
+    int shared;       /* a line over [s, e) is not private anonymous memory */
+    uintptr_t cov;    /* [s, cov) seen in private anonymous lines */
+    int past;         /* a line at or beyond e was read: stop */
 };
+
+/* Is the rest of a maps line ("perms offset dev inode path") private
+ * anonymous memory?  Only there does every change of the pages go through
+ * this process's page tables, where the kernel reports it.  The pages of
+ * shared or file-backed memory can be replaced with no event here: the
+ * file truncated or a hole punched in it (ftruncate, fallocate on a memfd,
+ * tmpfs, SysV shm), or another process's madvise(MADV_REMOVE); a pinned
+ * registration would then keep the old pages.  /dev/zero and hugetlb
+ * mapped private are anonymous too: their pages have no file behind. */
+static int private_anon(const char *rest)
+{
+    char perms[8] = "", path[32] = "";
+    unsigned long long inode = 1;
+
+    if (sscanf(rest, " %7s %*s %*s %llu %31s", perms, &inode, path) < 2 ||
+        strlen(perms) < 4 || perms[3] != 'p')
+        return 0;
+    return inode == 0 || strcmp(path, "/dev/zero") == 0 ||
+           strcmp(path, "/anon_hugepage") == 0;
+}
+
+/* What kind of memory the lines over [s, e) are, and whether they cover
+ * it.  Apart from the span's state: /proc/self/maps is read in pieces, and
+ * another thread's mmap or munmap between two pieces can shift the VMA
+ * boundaries the span follows (a hole that is none), but not the kind of
+ * memory under a live buffer. */
+static void span_kind(struct span *sp, uintptr_t lo, uintptr_t hi,
+                      const char *rest)
+{
+    if (lo >= sp->e)
+        return;
+    if (!private_anon(rest))
+        sp->shared = 1;
+    else if (lo <= sp->cov && hi > sp->cov)
+        sp->cov = hi;
+}
 
 /* Feeds one maps line ("lo-hi perms ...") to the span. */
 static void span_line(struct span *sp, const char *l)
@@ -686,7 +717,11 @@ static void span_line(struct span *sp, const char *l)
     if (*end != '-')
         return;
     hi = strtoull(end + 1, &end, 16);
-    if (hi <= sp->s || sp->state >= 2 || sp->state < 0)
+    if (hi <= sp->s)
+        return;
+    span_kind(sp, lo, hi, end);
+    sp->past |= lo >= sp->e;
+    if (sp->state >= 2 || sp->state < 0)
         return;
     if (lo >= sp->e) {
         sp->state = sp->state == 1 ? 2 : -1;
@@ -719,15 +754,19 @@ static void span_lines(struct span *sp, char *buf, size_t *have)
 }
 
 /* The union [*vs, *ve) of the VMAs that [s, e) touches, when they leave
- * no hole in it.  0, or -1 (hole, /proc not readable): use [s, e). */
-static int vma_span(uintptr_t s, uintptr_t e, uintptr_t *vs, uintptr_t *ve)
+ * no hole in it: 0.  -2: some of [s, e) is not private anonymous memory
+ * (see private_anon).  -1: no such union (a hole, a race with another
+ * thread's mmap, /proc not readable); *whole then says whether every page
+ * of [s, e) was seen in private anonymous memory all the same. */
+static int vma_span(uintptr_t s, uintptr_t e, uintptr_t *vs, uintptr_t *ve,
+                    int *whole)
 {
     char buf[MAPS_BUF];
     size_t have = 0;
-    struct span sp = {s, e, 0, 0, 0};
+    struct span sp = {s, e, 0, 0, 0, 0, s, 0};
     int fd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
 
-    while (fd >= 0 && (sp.state == 0 || sp.state == 1)) {
+    while (fd >= 0 && !sp.past) {
         ssize_t r = read(fd, buf + have, MAPS_BUF - 1 - have);
 
         if (r < 0 && errno == EINTR)
@@ -739,6 +778,9 @@ static int vma_span(uintptr_t s, uintptr_t e, uintptr_t *vs, uintptr_t *ve)
     }
     if (fd >= 0)
         close(fd);
+    if (sp.shared)
+        return -2;
+    *whole = sp.cov >= e;
     if (sp.state == 1 && sp.ve >= e)
         sp.state = 2; /* the last VMA of the file */
     if (sp.state != 2 || sp.ve < e)
@@ -760,15 +802,26 @@ static int uffd_register(uintptr_t s, uintptr_t e)
 }
 
 /* Registers the VMAs [s, e) lies in, whole, so that none is split (see
- * the layout note).  If they changed under us, [s, e) alone: correct,
- * only the split comes back. */
+ * the layout note), when they are all private anonymous memory and leave
+ * no hole in [s, e); else -EINVAL (not cacheable: the caller falls back).
+ * A hole is refused too: a mapping placed there between this registration
+ * and the pinning would be pinned unwatched.  If the VMAs could not be
+ * told apart (another thread's mmap moved their boundaries while maps was
+ * read) or changed before the registration, [s, e) alone: correct, only
+ * the split comes back.  A read that saw less than all of [s, e) is tried
+ * once more: that too may be another thread's mmap. */
 static int register_span(uintptr_t s, uintptr_t e)
 {
     uintptr_t vs, ve;
+    int whole = 0, r = vma_span(s, e, &vs, &ve, &whole);
 
-    if (vma_span(s, e, &vs, &ve) == 0 && uffd_register(vs, ve) == 0)
+    if (r == -1 && !whole)
+        r = vma_span(s, e, &vs, &ve, &whole);
+    if (r == 0 && uffd_register(vs, ve) == 0)
         return 0;
-    return uffd_register(s, e);
+    if (r == 0 || (r == -1 && whole))
+        return uffd_register(s, e);
+    return -EINVAL;
 }
 
 /* Does [s, e) hold a page that is watched and still registered? */
@@ -789,7 +842,9 @@ static void unregister_span(uintptr_t s, uintptr_t e)
     uintptr_t vs = s, ve = e;
     struct uffdio_range rg;
 
-    if (vma_span(s, e, &vs, &ve) == 0 && live_in(vs, ve))
+    int whole;
+
+    if (vma_span(s, e, &vs, &ve, &whole) == 0 && live_in(vs, ve))
         return;
     if (vs > s || ve < e) { /* cannot happen; never unregister less */
         vs = s;
@@ -1104,17 +1159,6 @@ static int self_test(char *why, size_t n)
                 atomic_load(&C.remap) - m0);
         return -1;
     }
-    /* shmem (MAP_SHARED anonymous, SysV, memfd) needs Linux >= 5.19. */
-    p = mmap(NULL, pg, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1,
-             0);
-    M.shmem_ok = 0;
-    if (p != MAP_FAILED) {
-        if (hb_memmon_watch(p, pg) == 0) {
-            M.shmem_ok = 1;
-            hb_memmon_unwatch(p, pg);
-        }
-        munmap(p, pg);
-    }
     hb_memmon_sync_local();
     /* The mmap_changing probe must fail with ENOENT when idle. */
     {
@@ -1206,18 +1250,15 @@ static int uffd_api(unsigned long long features, struct uffdio_api *api,
     return -2;
 }
 
-/* Opens the userfaultfd with the events we need.  WP_ASYNC (Linux >= 6.7)
- * lets write-protect mode register any memory type (file-backed, SysV
- * shm); we never write-protect, so it changes nothing else.  Older kernels
- * reject the bit: retry on a fresh fd. */
+/* Opens the userfaultfd with the events we need.  (Not WP_ASYNC, Linux
+ * >= 6.7, which would let write-protect mode register file-backed memory
+ * and SysV shm: watch refuses those anyway, see private_anon.) */
 static int negotiate_uffd(char *why, size_t n)
 {
     struct uffdio_api api;
     struct stat st;
-    int rc = uffd_api(NEEDED_EVENTS | UFFD_FEATURE_WP_ASYNC, &api, why, n);
+    int rc = uffd_api(NEEDED_EVENTS, &api, why, n);
 
-    if (rc == -2)
-        rc = uffd_api(NEEDED_EVENTS, &api, why, n);
     if (rc == -1)
         return -1;
     if (rc == -2) {
@@ -1227,7 +1268,6 @@ static int negotiate_uffd(char *why, size_t n)
                 strerror(errno));
         return -1;
     }
-    M.wp_async = (api.features & UFFD_FEATURE_WP_ASYNC) != 0;
     if (fstat(M.fd, &st) == 0) {
         M.fd_dev = st.st_dev;
         M.fd_ino = st.st_ino;
@@ -1304,11 +1344,10 @@ static void describe_running(int muted)
 {
     hb_why(M.desc, sizeof M.desc,
            "userfaultfd unmap/remove/remap events on watched ranges "
-           "(write-protect-mode registration%s; watchable: anonymous%s%s; "
-           "hb_memmon_sync by %s), shmdt/shmat interposed%s",
+           "(write-protect-mode registration%s; watchable: private "
+           "anonymous memory; hb_memmon_sync by %s), shmdt/shmat "
+           "interposed%s",
            M.user_mode_only ? ", user-mode-only" : "",
-           M.shmem_ok ? ", shmem" : "",
-           M.wp_async ? ", file-backed, SysV shm (WP_ASYNC)" : "",
            atomic_load(&M.probe_ok) ? "mmap_changing probe" : "poll",
            muted ? "; MUTED (debug: callbacks dropped)" : "");
 }

@@ -52,10 +52,15 @@
  *    pass UFFD_USER_MODE_ONLY (Linux >= 5.11), which works unprivileged
  *    with Debian's vm.unprivileged_userfaultfd=0; seccomp profiles of
  *    containers usually forbid the syscall.  Needs write-protect
- *    registration (Linux >= 5.7; shmem >= 5.19).
- *  - watch fails (do not cache) for file-backed mappings and SysV shm
- *    before Linux 6.7 (from 6.7 UFFD_FEATURE_WP_ASYNC allows them), for
- *    hugetlb, and for ranges another userfaultfd owns (EBUSY).
+ *    registration (Linux >= 5.7).
+ *  - watch fails (do not cache) for anything but private anonymous memory
+ *    (the heap, stacks, MAP_PRIVATE|MAP_ANONYMOUS, /dev/zero and hugetlb
+ *    mapped private): the pages of shared or file-backed memory (memfd,
+ *    tmpfs, SysV shm, MAP_SHARED anonymous, any file) can be replaced with
+ *    no event in this process -- the file truncated or a hole punched in
+ *    it, or another process's madvise(MADV_REMOVE) -- and a pinned
+ *    registration would keep the old ones.  Also when /proc/self/maps
+ *    cannot be read, and for ranges another userfaultfd owns (EBUSY).
  *  - While registered, a VMA does not merge with neighbours (VM_UFFD_WP
  *    and the context are per VMA): a mapping the application places
  *    right next to a watched one stays a separate VMA, so an mremap of
@@ -63,8 +68,9 @@
  *    kernel might have merged them.  Parts the application splits off a
  *    watched VMA (mprotect) or moves (mremap) stay registered after the
  *    unwatch (events there are filtered; merging with them is blocked).
- *  - Not seen: raw shmdt/shmat syscalls, file-level changes (hole punch,
- *    truncate of a mapped file), remap_file_pages.
+ *  - Not seen: a raw shmat(SHM_REMAP) syscall over a watched range (it
+ *    bypasses the shmat() hook), remap_file_pages.  File-level changes
+ *    cannot reach watched memory (above).
  *  - Each munmap/madvise/mremap of a watched range costs its caller a
  *    round trip through the monitor thread (microseconds); that thread
  *    blocks all signals, never allocates, never touches watched memory.
@@ -129,7 +135,7 @@ void hb_memmon_stop(void);
 int hb_memmon_active(void);
 
 /* Watches the pages covering [addr, addr+len).  0, or a negative errno:
- * -EINVAL (not watchable: file-backed, hugetlb, holes or unmapped),
+ * -EINVAL (not watchable: not private anonymous, holes or unmapped),
  * -EBUSY (another userfaultfd owns it), -ENOMEM, -ENODEV (not started),
  * -ECHILD (forked child), -EBADF (fd closed behind our back).  Watches
  * nest: pages stay watched until every watch covering them is undone. */

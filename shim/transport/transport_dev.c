@@ -39,7 +39,14 @@
  * the model overstates nothing that matters there.
  *
  * fork(): with a kernel that copies pinned pages on fork (Linux >= 5.13,
- * ibv_is_fork_initialized() == IBV_FORK_UNNEEDED) nothing is needed.
+ * ibv_is_fork_initialized() == IBV_FORK_UNNEEDED) nothing is needed, but
+ * the transport calls ibv_fork_init() all the same unless fork mode is off:
+ * the MPI's UCX calls it when it opens its device, which under hotbuf may
+ * come after hotbuf's first registration (Open MPI's osc ucx opens at the
+ * first window), and then fails with EINVAL, and UCX warns on stdout at
+ * every fork() the application makes, as it would not without hotbuf
+ * (tests/mpi/shared_pages.c).  The madvise it adds to each registration
+ * is taken back on such kernels (regcache_verbs.c, undo_dontfork).
  * Otherwise a fork() in the application (system(), popen()) would make the
  * parent's next write to a registered page copy it, and the NIC would keep
  * using the old page: stale data, against invariant 2.  So, as rdma-core
@@ -121,6 +128,8 @@ int hb_transport_fork_prepare(int mode, char *msg, size_t len)
 {
     switch (ibv_is_fork_initialized()) {
     case IBV_FORK_UNNEEDED:
+        if (mode != HB_FORK_OFF)
+            (void)ibv_fork_init(); /* for the MPI's own call (above) */
         hb_why(msg, len, "not needed: the kernel copies pinned pages on fork");
         return 0;
     case IBV_FORK_ENABLED:

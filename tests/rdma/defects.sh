@@ -12,6 +12,9 @@
 #   ag_unregistrable  an Allgather receive buffer one rank cannot register
 #                  (.data, MAP_HUGETLB, MAP_PRIVATE file, over the cap)
 #   spawn_merge    MPI_Comm_spawn + MPI_Intercomm_merge: two worlds
+#   shared_pages   hot Put/Get/window/Allgather buffers in shared memory
+#                  whose pages a truncate, a hole punch or another
+#                  process's MADV_REMOVE replaced (session 29's review)
 # A program may also name a condition on the allgather section of hotbuf's
 # JSON report (REPORT_CHECK, a Python expression over `a`): proof that the
 # run took the path the test is about.
@@ -93,6 +96,8 @@ for mpi in openmpi mpich; do
         pair $mpi ag_unregistrable hugetlb
     REPORT_CHECK=$unreg HOTBUF_REGCACHE_MAX_BYTES=256K HOTBUF_AG_BUFFER=4K \
         pair $mpi ag_unregistrable cap
+    # zero-copy from 1 KiB: the Allgather registers the receive buffer
+    HOTBUF_AG_ZCOPY=1K pair $mpi shared_pages
 done
 # one process per job: the parent spawns one child.  Open MPI's vader does
 # not reach another job's processes: MPI needs tcp here (else the program

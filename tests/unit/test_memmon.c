@@ -256,18 +256,13 @@ static int sc_mmap_fixed(struct run *r)
     return 0;
 }
 
-static int madv(struct run *r, int advice, int shared)
+static int madv(struct run *r, int advice)
 {
-    char *p = shared ? mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE,
-                            MAP_SHARED | MAP_ANONYMOUS, -1, 0)
-                     : map_anon(4 * PG);
+    char *p = map_anon(4 * PG);
 
-    CHECK(p != MAP_FAILED);
-    if (shared)
-        memset(p, 0x5a, 4 * PG);
     if (hb_memmon_watch(p, 4 * PG) != 0) {
-        printf("  NOT APPLICABLE: cannot watch %s memory here (%s)\n",
-               shared ? "shmem" : "anonymous", hb_memmon_describe());
+        printf("  NOT APPLICABLE: cannot watch anonymous memory here (%s)\n",
+               hb_memmon_describe());
         munmap(p, 4 * PG);
         return 1;
     }
@@ -284,15 +279,11 @@ static int madv(struct run *r, int advice, int shared)
 
 static int sc_madv_dontneed(struct run *r)
 {
-    return madv(r, MADV_DONTNEED, 0);
+    return madv(r, MADV_DONTNEED);
 }
 static int sc_madv_free(struct run *r)
 {
-    return madv(r, MADV_FREE, 0);
-}
-static int sc_madv_remove(struct run *r)
-{
-    return madv(r, MADV_REMOVE, 1);
+    return madv(r, MADV_FREE);
 }
 
 static int sc_sbrk_shrink(struct run *r)
@@ -354,18 +345,10 @@ static int sc_shmdt(struct run *r)
 
     if (shm_segment(16 * PG, &p) < 0)
         return 1;
-    if (hb_memmon_watch(p + 4 * PG, 4 * PG) != 0) {
-        /* Before Linux 6.7 userfaultfd cannot register SysV shm: such a
-         * segment is never cached, so its shmdt cannot leave a stale
-         * registration.  The hook still reports; check that. */
-        printf("\n  LIMIT: SysV shm cannot be watched on this kernel (needs "
-               "UFFD_FEATURE_WP_ASYNC, Linux >= 6.7), so it is never cached; "
-               "checking the shmdt() hook's report anyway:\n%50s",
-               "");
-    } else {
-        r->w_addr = p + 4 * PG;
-        r->w_len = 4 * PG;
-    }
+    /* SysV shm is shared memory, never watched (refusals below), so
+     * never cached: its shmdt cannot leave a stale registration.  The
+     * hook still reports; check that. */
+    CHECK(hb_memmon_watch(p + 4 * PG, 4 * PG) == -EINVAL);
     r->lo = (uintptr_t)p;
     r->hi = (uintptr_t)p + 16 * PG;
     mark();
@@ -519,7 +502,6 @@ static const struct scenario scenarios[] = {
     {"mmap MAP_FIXED over the range", sc_mmap_fixed, NULL},
     {"madvise MADV_DONTNEED", sc_madv_dontneed, NULL},
     {"madvise MADV_FREE", sc_madv_free, NULL},
-    {"madvise MADV_REMOVE (shmem)", sc_madv_remove, NULL},
     {"sbrk shrink", sc_sbrk_shrink, cleanup_sbrk},
     {"shmdt", sc_shmdt, NULL},
     {"shmat SHM_REMAP over the range", sc_shmat_remap, cleanup_shmat},
@@ -606,45 +588,113 @@ static void limits(void)
     struct hb_memmon_stats s0, s1;
 
     printf("== limits ==\n");
-    /* raw shmdt syscall: the kernel reports nothing, the hook is bypassed */
-    id = shm_segment(4 * PG, &p);
-    if (id >= 0 && hb_memmon_watch(p, 4 * PG) != 0) {
-        printf(
-            "LIMIT: raw syscall(SYS_shmdt) case not run: SysV shm is not watchable on "
-            "this kernel, hence never cached (and the kernel reports no shmdt)\n");
-        shmdt(p);
-    } else if (id >= 0) {
+    /* raw shmat(SHM_REMAP) over a watched range: the hook is bypassed
+     * and the kernel reports nothing */
+    p = map_anon(4 * PG);
+    id = shmget(IPC_PRIVATE, 4 * PG, IPC_CREAT | 0600);
+    if (id >= 0 && hb_memmon_watch(p, 4 * PG) == 0) {
         hb_memmon_stats(&s0);
         mark();
-        CHECK(syscall(SYS_shmdt, p) == 0);
+        CHECK(syscall(SYS_shmat, id, p, SHM_REMAP) == (long)(uintptr_t)p);
         hb_memmon_sync_local();
         hb_memmon_stats(&s1);
-        printf(
-            "LIMIT: raw syscall(SYS_shmdt) bypasses the shmdt() hook and the kernel "
-            "sends no userfaultfd event for shmdt: %u callback(s)\n",
-            since());
+        printf("LIMIT: raw syscall(SYS_shmat, SHM_REMAP) over a watched range "
+               "bypasses the shmat() hook, and the kernel sends no event: %u "
+               "callback(s)\n",
+               since());
         hb_memmon_unwatch(p, 4 * PG);
-    }
-    /* file-backed private mapping (our own text): not watchable */
-    r = hb_memmon_watch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
-    if (r == 0) {
-        printf(
-            "watching a file-backed mapping (program text) works here (WP_ASYNC)\n");
-        CHECK(strstr(hb_memmon_describe(), "file-backed") != NULL);
-        hb_memmon_unwatch((void *)((uintptr_t)&limits & ~(PG - 1)), PG);
+        shmdt(p);
     } else {
-        printf(
-            "LIMIT: watching a file-backed mapping (program text) fails on this "
-            "kernel: %d (%s); the caller must not cache such ranges\n",
-            r, strerror(-r));
-        CHECK(strstr(hb_memmon_describe(), "file-backed") == NULL);
+        printf("  NOT APPLICABLE: raw shmat case: shmget or watch failed\n");
+        munmap(p, 4 * PG);
     }
+    if (id >= 0)
+        shmctl(id, IPC_RMID, NULL);
     /* an unmapped range */
     p = map_anon(PG);
     munmap(p, PG);
     r = hb_memmon_watch(p, PG);
     printf("watching an unmapped range fails: %d (%s)\n", r, strerror(-r));
     CHECK(r < 0);
+}
+
+/* ---- which memory is watched ---------------------------------------- */
+
+/* watch(p, len) == want, said in one line. */
+static void refusal(const char *what, void *p, size_t len, int want)
+{
+    int r = hb_memmon_watch(p, len);
+
+    printf("  %-52s %s\n", what, r == 0 ? "watched" : strerror(-r));
+    CHECK(r == want);
+    if (r == 0)
+        hb_memmon_unwatch(p, len);
+}
+
+static char *map_fd(int fd, int flags)
+{
+    char *p = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, flags, fd, 0);
+
+    CHECK(p != MAP_FAILED);
+    if (p != MAP_FAILED)
+        memset(p, 0x5a, 4 * PG);
+    return p;
+}
+
+/* Only private anonymous memory: the pages of shared or file-backed
+ * memory can be replaced with no event in this process (a truncate or a
+ * hole punched in the file, another process's MADV_REMOVE), and a pinned
+ * registration would keep the old ones.  Watch must refuse those even
+ * where the kernel could register them (shmem from Linux 5.19, any file
+ * with WP_ASYNC from 6.7): hotbuf then leaves such buffers to MPI. */
+static void watchable_tests(void)
+{
+    int fd = memfd_create("hb-memmon", MFD_CLOEXEC);
+    int zero = open("/dev/zero", O_RDWR | O_CLOEXEC);
+    char *p, *heap = malloc(64);
+
+    printf("== which memory is watched ==\n");
+    CHECK(fd >= 0 && ftruncate(fd, 4 * PG) == 0);
+    refusal("private anonymous", p = map_anon(4 * PG), 4 * PG, 0);
+    munmap(p, 4 * PG);
+    refusal("the heap", heap, 64, 0);
+    free(heap);
+    refusal("/dev/zero, private", p = map_fd(zero, MAP_PRIVATE), 4 * PG, 0);
+    munmap(p, 4 * PG);
+    refusal("/dev/zero, shared", p = map_fd(zero, MAP_SHARED), 4 * PG, -EINVAL);
+    munmap(p, 4 * PG);
+    p = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+             -1, 0);
+    refusal("MAP_SHARED|MAP_ANONYMOUS", p, 4 * PG, -EINVAL);
+    munmap(p, 4 * PG);
+    refusal("memfd, shared", p = map_fd(fd, MAP_SHARED), 4 * PG, -EINVAL);
+    munmap(p, 4 * PG);
+    refusal("memfd, private (file-backed)", p = map_fd(fd, MAP_PRIVATE), 4 * PG,
+            -EINVAL);
+    munmap(p, 4 * PG);
+    refusal("program text (file-backed)",
+            (void *)((uintptr_t)&watchable_tests & ~(PG - 1)), PG, -EINVAL);
+    if (shm_segment(4 * PG, &p) >= 0) {
+        refusal("SysV shm", p, 4 * PG, -EINVAL);
+        shmdt(p);
+    }
+    /* one range over both kinds: refused whole; its private part alone is
+     * watched */
+    p = map_anon(4 * PG);
+    CHECK(mmap(p + 2 * PG, 2 * PG, PROT_READ | PROT_WRITE,
+               MAP_SHARED | MAP_FIXED, fd, 0) == p + 2 * PG);
+    refusal("private anonymous, then memfd shared", p, 4 * PG, -EINVAL);
+    refusal("  its private anonymous part", p, 2 * PG, 0);
+    munmap(p, 4 * PG);
+    /* a hole: a mapping placed there before the pinning would be pinned
+     * unwatched */
+    p = map_anon(4 * PG);
+    munmap(p + PG, PG);
+    refusal("private anonymous with a hole in it", p, 4 * PG, -EINVAL);
+    munmap(p, 4 * PG);
+    CHECK(strstr(hb_memmon_describe(), "private anonymous") != NULL);
+    close(zero);
+    close(fd);
 }
 
 /* ---- unwatch, nesting ------------------------------------------------ */
@@ -1445,6 +1495,7 @@ int main(void)
     run_scenarios(0);
     run_scenarios(1);
     limits();
+    watchable_tests();
     unwatch_tests();
     table_fuzz();
     vma_tests();
