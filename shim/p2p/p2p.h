@@ -88,10 +88,10 @@ int hb_p2p_improbe(int source, int tag, MPI_Comm comm, int *flag,
 
 /* A ring message handed out by a matched probe is a real MPI message on
  * a private communicator: these give it its sender back. */
-int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
-                 MPI_Status *st);
-int hb_p2p_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
-                  MPI_Request *req);
+int hb_p2p_mrecv(void *buf, MPI_Count count, MPI_Datatype type,
+                 MPI_Message *msg, MPI_Status *st);
+int hb_p2p_imrecv(void *buf, MPI_Count count, MPI_Datatype type,
+                  MPI_Message *msg, MPI_Request *req);
 
 /* Completion: arrays may mix hotbuf's requests and MPI's. */
 int hb_p2p_wait(MPI_Request *req, MPI_Status *st);

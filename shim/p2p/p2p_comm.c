@@ -306,7 +306,18 @@ static void migrate_one(struct p2p_comm *c, struct p2p_req *r)
  * safe: Open MPI's ob1 crashes on a second cancel of a completed receive). */
 static int migratable(const struct p2p_req *r, const struct p2p_comm *c)
 {
-    return r->c == c && r->state == RQ_PMPI && !r->cancelled;
+    return r->c == c && r->state == RQ_PMPI && !r->cancelled && !r->whole;
+}
+
+/* c cannot enter pull now: an Isendrecv of MPI's is pending on it (its
+ * receive cannot be migrated, see track_whole in p2p_recv.c). */
+static int pull_blocked(const struct p2p_comm *c)
+{
+    struct p2p_req *r, *tmp;
+    HASH_ITER(hh, p2p.reqs, r, tmp)
+    if (r->c == c && r->state == RQ_PMPI && r->whole)
+        return 1;
+    return 0;
 }
 
 /* MPI's pending receives on c, in posting order: those older than every
@@ -362,7 +373,9 @@ static int enter_pull(struct p2p_comm *c)
 
 int hb_p2p_comm_pull(struct p2p_comm *c)
 {
-    return c->state == COMM_PULLED ? 0 : enter_pull(c);
+    if (c->state == COMM_PULLED)
+        return 0;
+    return pull_blocked(c) ? -1 : enter_pull(c);
 }
 
 int hb_p2p_comm_worlds(struct p2p_comm *c)
@@ -414,7 +427,8 @@ struct p2p_comm *hb_p2p_comm_recv_call(MPI_Comm comm, int source)
     hb_p2p_grant_poll(); /* a grant may pull c right here */
     if (c->state == COMM_PULLED)
         return c;
-    if (p2p.mode == P2P_MODE_AUTO || c->recv_calls <= due || enter_pull(c))
+    if (p2p.mode == P2P_MODE_AUTO || c->recv_calls <= due || pull_blocked(c) ||
+        enter_pull(c))
         return NULL;
     return c;
 }

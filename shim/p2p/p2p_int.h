@@ -31,6 +31,14 @@
 #include "p2p_wire.h"
 #include "p2p_stats.h"
 
+/* The PMPI call that takes an MPI_Count: the large-count form where the
+ * MPI has one (MPI-4), else the int form. */
+#if MPI_VERSION >= 4
+#define PMPI_C(fn) fn##_c
+#else
+#define PMPI_C(fn) fn
+#endif
+
 struct p2p_rndv;  /* p2p_rndv.c */
 struct hb_region; /* regcache.h */
 
@@ -141,6 +149,9 @@ struct p2p_req {
     int freed;      /* the application freed the handle while pending */
     int cancelled;  /* the application cancelled MPI's receive: it is
                        complete or matched, never migrated */
+    int whole;      /* MPI's Isendrecv: the handle carries a send too, so
+                       it is never cancelled to migrate the receive; its
+                       communicator stays out of pull while it is pending */
     int in_table;
     uint64_t seq;       /* posting order (migration) */
     struct p2p_comm *c; /* NULL once the communicator is gone */
@@ -326,7 +337,8 @@ void hb_p2p_status_empty(MPI_Status *st);
  * unexpected store (0). */
 int hb_p2p_match(struct p2p_comm *c, struct p2p_msg *m); /* 1: delivered */
 struct p2p_msg *hb_p2p_msg_mpi(MPI_Message msg, const MPI_Status *st);
-/* Enters pull for a grant; 0, or -1 (c stays off). */
+/* Enters pull for a grant; 0, or -1: not now (an Isendrecv of MPI's is
+ * pending on c) or never (c is off). */
 int hb_p2p_comm_pull(struct p2p_comm *c);
 /* The members' world ranks (c->world); 0, or -1 out of memory. */
 int hb_p2p_comm_worlds(struct p2p_comm *c);

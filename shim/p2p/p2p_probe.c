@@ -3,6 +3,7 @@
  * receive with the probe's source and tag gets the probed message.
  * Matched probes hand the application the real MPI_Message that
  * PMPI_Improbe gave hotbuf: Mrecv and Imrecv go to PMPI unchanged. */
+#include <limits.h>
 #include <stdlib.h>
 
 #include "core/progress.h"
@@ -227,14 +228,21 @@ static int ring_mrecv(struct ring_out *o, void *buf, int count,
     return rc;
 }
 
-int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
-                 MPI_Status *st)
+/* A ring message fits in an int count (its bytes do, see
+ * ring_mrecv_truncated): a larger one of the large-count forms holds it. */
+static int ring_count(MPI_Count count)
+{
+    return count > INT_MAX ? INT_MAX : (int)count;
+}
+
+int hb_p2p_mrecv(void *buf, MPI_Count count, MPI_Datatype type,
+                 MPI_Message *msg, MPI_Status *st)
 {
     struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
     if (!o)
-        return PMPI_Mrecv(buf, count, type, msg, st);
+        return PMPI_C(PMPI_Mrecv)(buf, count, type, msg, st);
     MPI_Comm comm = o->comm; /* o may move in ring_mrecv */
-    int rc = ring_mrecv(o, buf, count, type, msg, st);
+    int rc = ring_mrecv(o, buf, ring_count(count), type, msg, st);
     if (rc != MPI_SUCCESS)
         PMPI_Comm_call_errhandler(comm, rc);
     return rc;
@@ -242,19 +250,19 @@ int hb_p2p_mrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
 
 /* The data is here already: received at once, handed back as a complete
  * hotbuf request. */
-int hb_p2p_imrecv(void *buf, int count, MPI_Datatype type, MPI_Message *msg,
-                  MPI_Request *req)
+int hb_p2p_imrecv(void *buf, MPI_Count count, MPI_Datatype type,
+                  MPI_Message *msg, MPI_Request *req)
 {
     struct ring_out *o = msg ? ring_out_of(*msg) : NULL;
     struct p2p_req *r;
     if (!o)
-        return PMPI_Imrecv(buf, count, type, msg, req);
+        return PMPI_C(PMPI_Imrecv)(buf, count, type, msg, req);
     if (!(r = hb_p2p_req_new()) || hb_p2p_req_pool_handle(r) != MPI_SUCCESS) {
         free(r);
         return MPI_ERR_NO_MEM;
     }
     r->comm = o->comm; /* a truncation raised there at completion */
-    r->err = ring_mrecv(o, buf, count, type, msg, &r->st);
+    r->err = ring_mrecv(o, buf, ring_count(count), type, msg, &r->st);
     r->raise = r->err != MPI_SUCCESS;
     r->state = RQ_DONE;
     hb_p2p_req_insert(r);

@@ -8,12 +8,6 @@
 #include "rdma/rdma.h"
 #include "p2p_int.h"
 
-#if MPI_VERSION >= 4
-#define PMPI_C(fn) fn##_c
-#else
-#define PMPI_C(fn) fn
-#endif
-
 /* A hotbuf receive on pulled c, not yet posted.  NULL: out of memory. */
 static struct p2p_req *new_recv(struct p2p_comm *c, void *buf, MPI_Count count,
                                 MPI_Datatype type, int source, int tag)
@@ -62,9 +56,11 @@ int hb_p2p_recv(void *buf, MPI_Count count, MPI_Datatype type, int source,
     return recv_blocking(buf, count, type, source, tag, comm, st);
 }
 
-/* An MPI receive on a communicator that may enter pull later. */
-static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
-                  int source, int tag, MPI_Comm comm)
+/* An MPI receive on a communicator that may enter pull later: its
+ * record, or NULL when none is needed (or no memory). */
+static struct p2p_req *track(MPI_Request h, void *buf, MPI_Count count,
+                             MPI_Datatype type, int source, int tag,
+                             MPI_Comm comm)
 {
     struct p2p_comm *c;
     struct p2p_req *r;
@@ -75,7 +71,7 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
     if ((p2p.mode != P2P_MODE_AFTER && !p2p.ring) || source == MPI_PROC_NULL ||
         !(c = hb_p2p_comm_get(comm)) || c->state != COMM_NORMAL ||
         !(r = hb_p2p_req_new()))
-        return;
+        return NULL;
     hb_p2p_req_set_args(r, buf, count, type, source, tag);
     r->handle = h;
     r->comm = comm;
@@ -83,7 +79,25 @@ static void track(MPI_Request h, void *buf, MPI_Count count, MPI_Datatype type,
     r->state = RQ_PMPI;
     r->seq = ++p2p.seq;
     hb_p2p_req_insert(r);
+    return r;
 }
+
+#if MPI_VERSION >= 4
+/* MPI's Isendrecv on a communicator that may enter pull later.  Its
+ * receive cannot be migrated (cancelling the request would cancel the
+ * send too), so the communicator must not enter pull until it is done
+ * (a grant meanwhile is refused): else the sender's ring records would
+ * wait in hotbuf's matcher for a receive MPI holds (session 29's review:
+ * a hang).  Without memory for the record it goes untracked, as an
+ * Irecv's does. */
+static void track_whole(MPI_Request h, void *buf, MPI_Count count,
+                        MPI_Datatype type, int source, int tag, MPI_Comm comm)
+{
+    struct p2p_req *r = track(h, buf, count, type, source, tag, comm);
+    if (r)
+        r->whole = 1;
+}
+#endif
 
 /* A nonblocking receive: hotbuf's when comm is pulled, else MPI's (known
  * to the migration). */
@@ -293,8 +307,11 @@ int hb_p2p_isendrecv(const void *sbuf, MPI_Count scount, MPI_Datatype stype,
     int rc;
     if (!r) {
 #if MPI_VERSION >= 4
-        return PMPI_C(PMPI_Isendrecv)(sbuf, scount, stype, dest, stag, rbuf,
-                                      rcount, rtype, source, rtag, comm, req);
+        rc = PMPI_C(PMPI_Isendrecv)(sbuf, scount, stype, dest, stag, rbuf,
+                                    rcount, rtype, source, rtag, comm, req);
+        if (rc == MPI_SUCCESS)
+            track_whole(*req, rbuf, rcount, rtype, source, rtag, comm);
+        return rc;
 #else
         return MPI_ERR_INTERN; /* not bound: MPI-3 has no Isendrecv */
 #endif
@@ -320,8 +337,11 @@ int hb_p2p_isendrecv_replace(void *buf, MPI_Count count, MPI_Datatype type,
     int rc;
     if (!r) {
 #if MPI_VERSION >= 4
-        return PMPI_C(PMPI_Isendrecv_replace)(buf, count, type, dest, stag,
-                                              source, rtag, comm, req);
+        rc = PMPI_C(PMPI_Isendrecv_replace)(buf, count, type, dest, stag,
+                                            source, rtag, comm, req);
+        if (rc == MPI_SUCCESS)
+            track_whole(*req, buf, count, type, source, rtag, comm);
+        return rc;
 #else
         return MPI_ERR_INTERN;
 #endif

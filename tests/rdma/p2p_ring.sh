@@ -60,6 +60,10 @@
 #        receiver's second channel cannot be made, HOTBUF_TEST_P2P_RX_FAIL):
 #        the sender's CLOSE at its free stays hotbuf's, output as plain
 #        MPI's (a wildcard receive got the CLOSE before).
+#  p2p_ring/mpi4/mpich/np2/modeM  tests/mpi/p2p_mpi4: an Isendrecv
+#        (_replace) of MPI's pending when the sender asks for the ring: the
+#        grant refused until it is done (else a hang); ring messages taken
+#        by Mrecv_c / Imrecv_c name their sender (they said 0).
 #  p2p_ring/issend_freed/FLAVOUR/np2  tests/mpi/p2p_issend_freed: an
 #        Issend by ring on a communicator freed before it completes, its
 #        SYNC_ACK lost with the QP (HOTBUF_TEST_P2P_ACK_FAULT=1): it
@@ -297,6 +301,25 @@ regrant() {
         "" HOTBUF_P2P_IDLE=16 HOTBUF_TEST_P2P_RX_FAIL=2
 }
 
+# mpi4 MODE: tests/mpi/p2p_mpi4 (MPICH: MPI-4), output as plain MPI's.
+# Modes 0, 1: an Isendrecv (_replace) of MPI's pending when the sender
+# asks for the ring: the grant is refused until it is done (its receive
+# cannot be migrated; granted at once, the job hung).  Mode 3: ring
+# messages received by Mrecv_c / Imrecv_c: their status names the sender.
+mpi4() {
+    local mode=$1 name=p2p_ring/mpi4/mpich/np2/mode$1 want summary
+    only "$name" || return 0
+    if [ $mode = 3 ]; then
+        want='r["p2p"]["ring"]["ring_msgs"] > 0'
+        summary='"%d ring messages" % r["p2p"]["ring"]["ring_msgs"]'
+    else
+        want='r["p2p"]["ring"]["grants_refused"]["no_pull"] > 0'
+        summary='"%d grant(s) refused while it was pending" % r["p2p"]["ring"]["grants_refused"]["no_pull"]'
+    fi
+    two_ranks "$name" mpich $work/mpi4-$mode build/mpich/tests/p2p_mpi4 $mode \
+        "$want" "$summary" " (124: a hang)"
+}
+
 # policy MPI COLD CHECK: tests/mpi/p2p_cold_mix (a hot 1 KiB buffer among
 # COLD cold messages per round on one communicator), grants asked for by
 # hotness alone: output as plain MPI's, and CHECK on the report.
@@ -376,6 +399,9 @@ closed openmpi
 closed mpich 400
 regrant openmpi
 regrant mpich
+mpi4 0
+mpi4 1
+mpi4 3
 closed openmpi 40 disconnect
 closed mpich 400 disconnect
 # the grant policy: the hot buffer alone is granted; among 20 cold
