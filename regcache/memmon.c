@@ -115,6 +115,8 @@ static struct {
     pthread_mutex_t lock; /* the table; never taken by the thread */
     struct seg *segs;
     size_t nsegs, cap;
+    struct seg *trusted; /* hb_memmon_trust's ranges (count unused) */
+    size_t ntrusted, captrusted;
 
     /* dead ranges: produced by the thread, consumed under lock */
     uintptr_t dead_start[DEAD_SLOTS], dead_end[DEAD_SLOTS];
@@ -697,12 +699,22 @@ static int private_anon(const char *rest)
  * another thread's mmap or munmap between two pieces can shift the VMA
  * boundaries the span follows (a hole that is none), but not the kind of
  * memory under a live buffer. */
+/* Is [lo, hi) inside one range of hb_memmon_trust's?  Under M.lock. */
+static int trusted(uintptr_t lo, uintptr_t hi)
+{
+    for (size_t i = 0; i < M.ntrusted; i++)
+        if (M.trusted[i].start <= lo && hi <= M.trusted[i].end)
+            return 1;
+    return 0;
+}
+
 static void span_kind(struct span *sp, uintptr_t lo, uintptr_t hi,
                       const char *rest)
 {
     if (lo >= sp->e)
         return;
-    if (!private_anon(rest))
+    if (!private_anon(rest) &&
+        !trusted(lo > sp->s ? lo : sp->s, hi < sp->e ? hi : sp->e))
         sp->shared = 1;
     else if (lo <= sp->cov && hi > sp->cov)
         sp->cov = hi;
@@ -946,6 +958,44 @@ int hb_memmon_watch(const void *addr, size_t len)
     return r;
 }
 
+int hb_memmon_trust(const void *addr, size_t len)
+{
+    uintptr_t s, e;
+    int r = page_range(addr, len, &s, &e);
+
+    if (r)
+        return r;
+    pthread_mutex_lock(&M.lock);
+    if (M.ntrusted == M.captrusted) {
+        size_t cap = M.captrusted ? 2 * M.captrusted : 16;
+        struct seg *t = realloc(M.trusted, cap * sizeof(*t));
+        if (!t) {
+            pthread_mutex_unlock(&M.lock);
+            return -ENOMEM;
+        }
+        M.trusted = t;
+        M.captrusted = cap;
+    }
+    M.trusted[M.ntrusted++] = (struct seg){s, e, 0, 0};
+    pthread_mutex_unlock(&M.lock);
+    return 0;
+}
+
+void hb_memmon_untrust(const void *addr, size_t len)
+{
+    uintptr_t s, e;
+
+    if (page_range(addr, len, &s, &e))
+        return;
+    pthread_mutex_lock(&M.lock);
+    for (size_t i = 0; i < M.ntrusted; i++)
+        if (M.trusted[i].start == s && M.trusted[i].end == e) {
+            M.trusted[i] = M.trusted[--M.ntrusted];
+            break;
+        }
+    pthread_mutex_unlock(&M.lock);
+}
+
 void hb_memmon_unwatch(const void *addr, size_t len)
 {
     uintptr_t s, e;
@@ -1089,6 +1139,9 @@ static void teardown(int joined_thread_running)
     free(M.segs);
     M.segs = NULL;
     M.nsegs = M.cap = 0;
+    free(M.trusted);
+    M.trusted = NULL;
+    M.ntrusted = M.captrusted = 0;
     snap_publish();
     pthread_mutex_unlock(&M.lock);
     if (joined_thread_running) {
@@ -1191,6 +1244,9 @@ static void atfork_child(void)
     free(M.segs);
     M.segs = NULL;
     M.nsegs = M.cap = 0;
+    free(M.trusted);
+    M.trusted = NULL;
+    M.ntrusted = M.captrusted = 0;
     atomic_store(&S.n, 0);
     atomic_store(&S.gen, 0);
     atomic_store(&M.inflight, 0);

@@ -144,6 +144,15 @@ int hb_memmon_watch(const void *addr, size_t len);
 /* Undoes one successful hb_memmon_watch(addr, len) (same arguments). */
 void hb_memmon_unwatch(const void *addr, size_t len);
 
+/* Memory the MPI library allocated and keeps until a free the caller sees
+ * (MPI_Win_allocate's window, often shared memory among the node's
+ * ranks): watch accepts shared memory inside [addr, addr+len) too.  Its
+ * pages could only be replaced through the MPI's own file, which no
+ * correct application truncates or punches.  0, or -ENOMEM.  Undone by
+ * hb_memmon_untrust with the same arguments. */
+int hb_memmon_trust(const void *addr, size_t len);
+void hb_memmon_untrust(const void *addr, size_t len);
+
 /* Returns once every change of a watched range that began before the
  * call has been reported to the callback: no unmap/madvise/mremap of ours
  * in progress in the kernel (including ones whose event is not queued

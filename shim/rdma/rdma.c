@@ -163,6 +163,17 @@ int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
     return hb_regcache_get(r->cache, addr, len, out);
 }
 
+int hb_rdma_trust(struct hb_rdma *r, const void *addr, size_t len)
+{
+    return r && r->memmon_active ? hb_memmon_trust(addr, len) : -1;
+}
+
+void hb_rdma_untrust(struct hb_rdma *r, const void *addr, size_t len)
+{
+    if (r && r->memmon_active)
+        hb_memmon_untrust(addr, len);
+}
+
 struct failed_ctx {
     int rank;
     struct hb_rdma_record *rec;

@@ -71,6 +71,12 @@ void hb_rdma_summarize(const struct hb_rdma *r, int rank,
 int hb_rdma_register(struct hb_rdma *r, const void *addr, size_t len,
                      struct hb_region **out);
 
+/* [addr, addr+len) is memory the MPI allocated (MPI_Win_allocate's): it
+ * may be registered even where it is shared memory (hb_memmon_trust).
+ * 0, or -1 (not marked: no monitor, or no memory); undone by untrust. */
+int hb_rdma_trust(struct hb_rdma *r, const void *addr, size_t len);
+void hb_rdma_untrust(struct hb_rdma *r, const void *addr, size_t len);
+
 /* Routes immediates of class cls (1..15) to fn(ctx, ...); fn NULL stops
  * it (later ones are counted and dropped).  0, or -1 for a bad class or a
  * class another caller holds.  Register before the first peer can write

@@ -67,7 +67,8 @@ struct hb_win {
         *region; /* this rank's window memory, held until Win_free */
     void *base;  /* ... its range, to check and renew region */
     uint64_t bytes;
-    int dirty; /* region renewed since the others last
+    int trusted; /* MPI_Win_allocate's memory, marked for the monitor */
+    int dirty;   /* region renewed since the others last
                                      all learned it: the next fence re-sends */
     struct hb_rma_target *targets;
     /* epochs */

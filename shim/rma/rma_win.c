@@ -340,13 +340,24 @@ void hb_rma_win_created(MPI_Win win, void *base, MPI_Aint size, int disp_unit,
     hb_nested--;
 }
 
+/* The MPI allocated this window's memory, often shared among the node's
+ * ranks (Open MPI's osc sm): the monitor may watch it (hb_rdma_trust)
+ * until the window is freed. */
 void hb_rma_win_allocated(MPI_Win win, void *baseptr, MPI_Aint size,
                           int disp_unit, MPI_Comm comm)
 {
     void *base;
+    struct hb_win *w;
+    struct hb_rdma *rdma = hb_rma.ctx ? hb_rma.ctx->rdma : NULL;
+    int trusted;
     memcpy(&base, baseptr,
            sizeof(base)); /* baseptr is a void ** passed as void * */
+    trusted = size > 0 && hb_rdma_trust(rdma, base, (size_t)size) == 0;
     hb_rma_win_created(win, base, size, disp_unit, comm);
+    if ((w = hb_rma_find(win)) != NULL)
+        w->trusted = trusted;
+    else if (trusted)
+        hb_rdma_untrust(rdma, base, (size_t)size);
 }
 
 void hb_rma_win_free(MPI_Win win)
@@ -356,6 +367,8 @@ void hb_rma_win_free(MPI_Win win)
         return;
     hb_nested++;
     HASH_DEL(hb_rma.wins, w);
+    if (w->trusted)
+        hb_rdma_untrust(hb_rma.ctx->rdma, w->base, (size_t)w->bytes);
     win_destroy(w);
     hb_nested--;
 }

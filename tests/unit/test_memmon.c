@@ -692,6 +692,15 @@ static void watchable_tests(void)
     munmap(p + PG, PG);
     refusal("private anonymous with a hole in it", p, 4 * PG, -EINVAL);
     munmap(p, 4 * PG);
+    /* memory the MPI allocated (MPI_Win_allocate's): trusted while marked */
+    p = mmap(NULL, 4 * PG, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS,
+             -1, 0);
+    CHECK(hb_memmon_trust(p, 2 * PG) == 0);
+    refusal("MAP_SHARED|MAP_ANONYMOUS, trusted (the MPI's)", p, 2 * PG, 0);
+    refusal("  and a range reaching past the trusted part", p, 4 * PG, -EINVAL);
+    hb_memmon_untrust(p, 2 * PG);
+    refusal("  no longer trusted", p, 2 * PG, -EINVAL);
+    munmap(p, 4 * PG);
     CHECK(strstr(hb_memmon_describe(), "private anonymous") != NULL);
     close(zero);
     close(fd);
