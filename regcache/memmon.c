@@ -694,11 +694,6 @@ static int private_anon(const char *rest)
            strcmp(path, "/anon_hugepage") == 0;
 }
 
-/* What kind of memory the lines over [s, e) are, and whether they cover
- * it.  Apart from the span's state: /proc/self/maps is read in pieces, and
- * another thread's mmap or munmap between two pieces can shift the VMA
- * boundaries the span follows (a hole that is none), but not the kind of
- * memory under a live buffer. */
 /* Is [lo, hi) inside one range of hb_memmon_trust's?  Under M.lock. */
 static int trusted(uintptr_t lo, uintptr_t hi)
 {
@@ -708,6 +703,11 @@ static int trusted(uintptr_t lo, uintptr_t hi)
     return 0;
 }
 
+/* What kind of memory the lines over [s, e) are, and whether they cover
+ * it.  Apart from the span's state: /proc/self/maps is read in pieces, and
+ * another thread's mmap or munmap between two pieces can shift the VMA
+ * boundaries the span follows (a hole that is none), but not the kind of
+ * memory under a live buffer. */
 static void span_kind(struct span *sp, uintptr_t lo, uintptr_t hi,
                       const char *rest)
 {
@@ -853,7 +853,6 @@ static void unregister_span(uintptr_t s, uintptr_t e)
 {
     uintptr_t vs = s, ve = e;
     struct uffdio_range rg;
-
     int whole;
 
     if (vma_span(s, e, &vs, &ve, &whole) == 0 && live_in(vs, ve))
